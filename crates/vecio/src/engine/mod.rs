@@ -1,0 +1,155 @@
+//! Engines: one trait, several ways of getting operations to the kernel.
+//!
+//! - [`SerialEngine`]: one `pread`/`pwrite` per segment, each waited on before the next: the
+//!   behaviour before the 2002 readv/writev rework, kept as the measured baseline and as the
+//!   fallback for back ends with no vector operation.
+//! - [`SyncEngine`]: one `preadv2`/`pwritev2` per operation, with its flags.
+//! - [`UringEngine`]: io_uring; everything queued goes to the kernel with one `io_uring_enter`
+//!   and is waited on as a whole, with fixed files and registered buffers.
+//!
+//! Engines see [`Op`]s, already split to at most [`IOV_MAX`] segments and already aligned for
+//! direct I/O; [`Batch`](crate::Batch) does that work above them.
+
+mod serial;
+mod sync;
+mod syscall;
+mod uring;
+
+use std::io;
+use std::os::fd::RawFd;
+
+pub use serial::SerialEngine;
+pub use sync::SyncEngine;
+pub use uring::{UringEngine, UringOptions};
+
+use crate::{Dir, PagePool, RwFlags};
+
+/// Most segments one system call takes (`IOV_MAX`, the kernel's `UIO_MAXIOV`).
+pub const IOV_MAX: usize = 1024;
+
+/// One vectored read or write handed to an engine.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    /// The file descriptor.
+    pub fd: RawFd,
+    /// The owning [`File`](crate::File)'s id, for fixed-file slots.
+    pub file_id: u64,
+    /// File offset.
+    pub offset: u64,
+    /// The segments (at most [`IOV_MAX`]).
+    pub iov: *const libc::iovec,
+    /// Number of segments.
+    pub nr_segs: u32,
+    /// Total bytes of the segments.
+    pub len: usize,
+    /// Read (`Dest`) or write (`Source`).
+    pub dir: Dir,
+    /// Per-call flags.
+    pub flags: RwFlags,
+    /// The page pool the buffers come from, when they all do.
+    pub pool: Option<u64>,
+    /// Caller's tag, returned with the completion.
+    pub tag: u64,
+}
+
+// SAFETY: an Op is a description of memory its pusher guarantees stays valid (see
+// `Engine::push`); moving the description between threads does not touch the memory.
+unsafe impl Send for Op {}
+
+/// The completion of one [`Op`]: bytes moved, or a negative errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    /// The op's tag.
+    pub tag: u64,
+    /// Bytes moved (>= 0) or `-errno`.
+    pub result: i64,
+}
+
+/// What an engine has done, for tests and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Operations completed.
+    pub ops: u64,
+    /// System calls made to start or wait for I/O (`io_uring_enter` for io_uring; every
+    /// `pread`/`preadv2`/... for the synchronous engines).
+    pub syscalls: u64,
+    /// Calls to [`Engine::submit_and_wait`].
+    pub submits: u64,
+}
+
+/// The kinds of engine, for choosing one by name.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// [`SerialEngine`].
+    Serial,
+    /// [`SyncEngine`].
+    Sync,
+    /// [`UringEngine`].
+    Uring,
+}
+
+impl EngineKind {
+    /// Every kind, baseline first.
+    pub const ALL: [EngineKind; 3] = [EngineKind::Serial, EngineKind::Sync, EngineKind::Uring];
+
+    /// The kind's name as used on command lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Serial => "serial",
+            EngineKind::Sync => "sync",
+            EngineKind::Uring => "uring",
+        }
+    }
+
+    /// Builds an engine of this kind with default settings.
+    pub fn build(self) -> crate::Result<Box<dyn Engine>> {
+        Ok(match self {
+            EngineKind::Serial => Box::new(SerialEngine::new()),
+            EngineKind::Sync => Box::new(SyncEngine::new()),
+            EngineKind::Uring => Box::new(UringEngine::new(UringOptions::default())?),
+        })
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown engine {s:?} (serial, sync, uring)"))
+    }
+}
+
+/// A way of getting [`Op`]s to the kernel and their completions back.
+pub trait Engine: Send {
+    /// The engine's name.
+    fn name(&self) -> &'static str;
+
+    /// Queues `op`; nothing need reach the kernel before [`submit_and_wait`](Self::submit_and_wait).
+    ///
+    /// # Safety
+    /// `op.fd` and every buffer `op.iov` points to (and the iovec array itself) must stay
+    /// valid, and the buffers untouched by anyone else, until this engine hands back the op's
+    /// completion from [`reap`](Self::reap).
+    unsafe fn push(&mut self, op: Op) -> io::Result<()>;
+
+    /// Starts everything queued and waits until at least `want` completions are ready to reap
+    /// (fewer if fewer are outstanding).
+    fn submit_and_wait(&mut self, want: usize) -> io::Result<()>;
+
+    /// Moves every ready completion into `out`.
+    fn reap(&mut self, out: &mut Vec<Cqe>);
+
+    /// Ops pushed and not yet reaped.
+    fn in_flight(&self) -> usize;
+
+    /// What the engine has done so far.
+    fn counters(&self) -> Counters;
+
+    /// Offers a page pool for registration as fixed buffers. Engines that gain nothing from
+    /// it ignore it.
+    fn register_pool(&mut self, _pool: &PagePool) -> io::Result<()> {
+        Ok(())
+    }
+}

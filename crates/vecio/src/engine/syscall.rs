@@ -1,0 +1,73 @@
+//! The blocking system calls of the synchronous engines, on raw iovecs.
+
+use crate::engine::Op;
+use crate::Dir;
+
+/// One `preadv2`/`pwritev2` for the whole op; `EINTR` is retried. Returns bytes or `-errno`.
+pub(crate) fn vectored(op: &Op) -> i64 {
+    loop {
+        // SAFETY: the pusher of `op` guarantees fd and iovecs are valid (Engine::push).
+        let r = unsafe {
+            match op.dir {
+                Dir::Dest => libc::preadv2(
+                    op.fd,
+                    op.iov,
+                    op.nr_segs as libc::c_int,
+                    op.offset as libc::off_t,
+                    op.flags.to_kernel(),
+                ),
+                Dir::Source => libc::pwritev2(
+                    op.fd,
+                    op.iov,
+                    op.nr_segs as libc::c_int,
+                    op.offset as libc::off_t,
+                    op.flags.to_kernel(),
+                ),
+            }
+        };
+        if let Some(v) = done_or_retry(r as i64) {
+            return v;
+        }
+    }
+}
+
+/// One `pread`/`pwrite` (or `preadv2`/`pwritev2` of one segment when flags are set) of
+/// `len` bytes at `base`; `EINTR` is retried. Returns bytes or `-errno`.
+pub(crate) fn single(op: &Op, base: *mut u8, len: usize, offset: u64) -> i64 {
+    let iov = libc::iovec {
+        iov_base: base.cast(),
+        iov_len: len,
+    };
+    loop {
+        // SAFETY: base..base+len lies in a buffer the pusher keeps valid (Engine::push).
+        let r = unsafe {
+            match (op.dir, op.flags.is_empty()) {
+                (Dir::Dest, true) => libc::pread(op.fd, base.cast(), len, offset as libc::off_t),
+                (Dir::Source, true) => libc::pwrite(op.fd, base.cast(), len, offset as libc::off_t),
+                (Dir::Dest, false) => {
+                    libc::preadv2(op.fd, &iov, 1, offset as libc::off_t, op.flags.to_kernel())
+                }
+                (Dir::Source, false) => {
+                    libc::pwritev2(op.fd, &iov, 1, offset as libc::off_t, op.flags.to_kernel())
+                }
+            }
+        };
+        if let Some(v) = done_or_retry(r as i64) {
+            return v;
+        }
+    }
+}
+
+fn done_or_retry(r: i64) -> Option<i64> {
+    if r >= 0 {
+        return Some(r);
+    }
+    let errno = std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO);
+    if errno == libc::EINTR {
+        None
+    } else {
+        Some(-(errno as i64))
+    }
+}

@@ -1,0 +1,312 @@
+//! The io_uring engine: a batch goes to the kernel with one `io_uring_enter` and is waited on
+//! as a whole; files are used through fixed-file slots and vecio page pools through
+//! registered buffers.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use crate::buf::PoolRegion;
+use crate::engine::{Counters, Cqe, Engine, Op};
+use crate::{Dir, PagePool};
+
+/// Settings of a [`UringEngine`].
+#[derive(Clone, Copy, Debug)]
+pub struct UringOptions {
+    /// Submission queue entries (the completion queue gets twice as many).
+    pub entries: u32,
+    /// Fixed-file slots; 0 turns fixed files off.
+    pub fixed_files: u32,
+    /// Registered-buffer slots for page pools; 0 turns registered buffers off.
+    pub fixed_buffers: u32,
+}
+
+impl Default for UringOptions {
+    fn default() -> Self {
+        UringOptions {
+            entries: 256,
+            fixed_files: 64,
+            fixed_buffers: 8,
+        }
+    }
+}
+
+/// io_uring engine (see the module docs).
+pub struct UringEngine {
+    ring: IoUring,
+    opts: UringOptions,
+    /// (file id, fd) registered in each fixed-file slot.
+    files: Vec<Option<(u64, RawFd)>>,
+    next_victim: usize,
+    /// Page pools registered as fixed buffers, by buffer index.
+    pools: Vec<Arc<PoolRegion>>,
+    queued: usize,
+    in_flight: usize,
+    counters: Counters,
+}
+
+// SAFETY: the ring is only used through &mut self; the raw pointers inside ops are the
+// pusher's responsibility (Engine::push), not tied to the creating thread.
+unsafe impl Send for UringEngine {}
+
+impl UringEngine {
+    /// Sets up a ring (`io_uring_setup(2)`) and its fixed-file and buffer tables.
+    pub fn new(opts: UringOptions) -> crate::Result<Self> {
+        let err = |source| crate::Error::Engine {
+            engine: "uring",
+            source,
+        };
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .build(opts.entries)
+            .or_else(|_| IoUring::new(opts.entries))
+            .map_err(err)?;
+        let mut opts = opts;
+        if opts.fixed_files > 0
+            && ring
+                .submitter()
+                .register_files_sparse(opts.fixed_files)
+                .is_err()
+        {
+            opts.fixed_files = 0;
+        }
+        if opts.fixed_buffers > 0
+            && ring
+                .submitter()
+                .register_buffers_sparse(opts.fixed_buffers)
+                .is_err()
+        {
+            opts.fixed_buffers = 0;
+        }
+        Ok(UringEngine {
+            ring,
+            files: vec![None; opts.fixed_files as usize],
+            opts,
+            next_victim: 0,
+            pools: Vec::new(),
+            queued: 0,
+            in_flight: 0,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The fixed-file slot of `file_id`, registering `fd` in a slot if it has none.
+    fn slot_for(&mut self, file_id: u64, fd: RawFd) -> Option<u32> {
+        if self.files.is_empty() {
+            return None;
+        }
+        if let Some(i) = self
+            .files
+            .iter()
+            .position(|s| matches!(s, Some((id, f)) if *id == file_id && *f == fd))
+        {
+            return Some(i as u32);
+        }
+        let i = match self.files.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                // Only replace a slot no queued op uses: none is queued or in flight then.
+                if self.in_flight > 0 || self.queued > 0 {
+                    return None;
+                }
+                let v = self.next_victim % self.files.len();
+                self.next_victim += 1;
+                v
+            }
+        };
+        self.ring
+            .submitter()
+            .register_files_update(i as u32, &[fd])
+            .ok()?;
+        self.files[i] = Some((file_id, fd));
+        Some(i as u32)
+    }
+
+    /// Forgets the fixed-file slot of a file about to be closed, so the ring does not keep
+    /// the open file alive. Only when nothing is in flight.
+    pub fn forget_file(&mut self, file_id: u64) {
+        if self.in_flight > 0 || self.queued > 0 {
+            return;
+        }
+        for (i, s) in self.files.iter_mut().enumerate() {
+            if matches!(s, Some((id, _)) if *id == file_id) {
+                let _ = self.ring.submitter().register_files_update(i as u32, &[-1]);
+                *s = None;
+            }
+        }
+    }
+
+    fn buffer_index(&self, pool: Option<u64>) -> Option<u16> {
+        let pool = pool?;
+        self.pools
+            .iter()
+            .position(|p| p.id() == pool)
+            .map(|i| i as u16)
+    }
+
+    fn entry(&mut self, op: &Op) -> squeue::Entry {
+        let buf = self.buffer_index(op.pool);
+        let slot = self.slot_for(op.file_id, op.fd);
+        let flags = op.flags.to_kernel();
+        macro_rules! build {
+            ($fd:expr) => {{
+                let fd = $fd;
+                // SAFETY (of later use): the iovec array outlives the op (Engine::push).
+                let first = unsafe { &*op.iov };
+                match (op.dir, op.nr_segs, buf) {
+                    (Dir::Dest, 1, Some(b)) => {
+                        opcode::ReadFixed::new(fd, first.iov_base.cast(), first.iov_len as u32, b)
+                            .offset(op.offset)
+                            .rw_flags(flags)
+                            .build()
+                    }
+                    (Dir::Source, 1, Some(b)) => {
+                        opcode::WriteFixed::new(fd, first.iov_base.cast(), first.iov_len as u32, b)
+                            .offset(op.offset)
+                            .rw_flags(flags)
+                            .build()
+                    }
+                    (Dir::Dest, 1, None) => {
+                        opcode::Read::new(fd, first.iov_base.cast(), first.iov_len as u32)
+                            .offset(op.offset)
+                            .rw_flags(flags)
+                            .build()
+                    }
+                    (Dir::Source, 1, None) => {
+                        opcode::Write::new(fd, first.iov_base.cast(), first.iov_len as u32)
+                            .offset(op.offset)
+                            .rw_flags(flags)
+                            .build()
+                    }
+                    (Dir::Dest, n, Some(b)) => opcode::ReadvFixed::new(fd, op.iov, n, b)
+                        .offset(op.offset)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Source, n, Some(b)) => opcode::WritevFixed::new(fd, op.iov, n, b)
+                        .offset(op.offset)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Dest, n, None) => opcode::Readv::new(fd, op.iov, n)
+                        .offset(op.offset)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Source, n, None) => opcode::Writev::new(fd, op.iov, n)
+                        .offset(op.offset)
+                        .rw_flags(flags)
+                        .build(),
+                }
+            }};
+        }
+        let e = match slot {
+            Some(s) => build!(types::Fixed(s)),
+            None => build!(types::Fd(op.fd)),
+        };
+        e.user_data(op.tag)
+    }
+
+    fn enter(&mut self, want: usize) -> io::Result<()> {
+        loop {
+            self.counters.syscalls += 1;
+            match self.ring.submitter().submit_and_wait(want) {
+                Ok(_) => {
+                    self.queued = 0;
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && want > 0 => {
+                    // Completion queue overflowing: the caller must reap first.
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Engine for UringEngine {
+    fn name(&self) -> &'static str {
+        "uring"
+    }
+
+    unsafe fn push(&mut self, op: Op) -> io::Result<()> {
+        if op.nr_segs == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let entry = self.entry(&op);
+        loop {
+            // SAFETY: the caller keeps fd, iovec array and buffers valid until reaped.
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                break;
+            }
+            // Submission queue full: hand what is there to the kernel, then queue again.
+            self.enter(0)?;
+        }
+        self.queued += 1;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        self.counters.submits += 1;
+        let ready = self.ring.completion().len();
+        let want = want.min(self.in_flight).saturating_sub(ready);
+        if want == 0 && self.queued == 0 {
+            return Ok(());
+        }
+        self.enter(want)
+    }
+
+    fn reap(&mut self, out: &mut Vec<Cqe>) {
+        for cqe in self.ring.completion() {
+            out.push(Cqe {
+                tag: cqe.user_data(),
+                result: cqe.result() as i64,
+            });
+            self.in_flight -= 1;
+            self.counters.ops += 1;
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
+        if self.pools.iter().any(|p| p.id() == pool.id()) {
+            return Ok(());
+        }
+        if self.pools.len() >= self.opts.fixed_buffers as usize {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        let index = self.pools.len() as u32;
+        let iov = pool.region().iovec();
+        // SAFETY: the region stays allocated while registered: the engine keeps an Arc to it.
+        unsafe {
+            self.ring
+                .submitter()
+                .register_buffers_update(index, &[iov], None)?
+        };
+        self.pools.push(pool.region().clone());
+        Ok(())
+    }
+}
+
+impl Drop for UringEngine {
+    fn drop(&mut self) {
+        // The kernel may still write into buffers of ops in flight: wait for them all.
+        let mut sink = Vec::new();
+        while self.in_flight > 0 {
+            if self.enter(self.in_flight).is_err() {
+                break;
+            }
+            sink.clear();
+            self.reap(&mut sink);
+        }
+    }
+}

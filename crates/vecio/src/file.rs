@@ -1,0 +1,399 @@
+//! `File`: an open file or block device with what vecio learned about it at open: direct mode,
+//! the direct-I/O alignment (`statx(STATX_DIOALIGN)`, `BLKSSZGET`), and per-file flags computed
+//! once (the cached-iocb-flags idea) so no call recomputes them.
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::error::{Error, Result};
+use crate::rangelock::RangeLock;
+use crate::RwFlags;
+
+/// Whether a file is opened for direct I/O (`O_DIRECT`, bypassing the page cache).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Direct {
+    /// Buffered I/O through the page cache.
+    Off,
+    /// Direct I/O; opening fails if the file system refuses it.
+    On,
+    /// Direct I/O where the file system allows it, buffered elsewhere (said once, at info level).
+    #[default]
+    Auto,
+}
+
+/// Direct-I/O alignment of a file: what buffers and offsets must be multiples of.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DioAlign {
+    /// Alignment of buffer addresses in memory (`stx_dio_mem_align`).
+    pub mem: u32,
+    /// Alignment of file offsets and lengths (`stx_dio_offset_align`).
+    pub offset: u32,
+    /// Where the numbers came from.
+    pub source: AlignSource,
+}
+
+/// Where a [`DioAlign`] was learned.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AlignSource {
+    /// `statx(STATX_DIOALIGN)`.
+    Statx,
+    /// The block device's logical block size (`BLKSSZGET`).
+    BlockSize,
+    /// Neither was available: the conservative default of 4096.
+    Default,
+}
+
+/// The kind of object a [`File`] is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A block device.
+    Block,
+}
+
+/// How to open a [`File`]; see [`File::options`].
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    read: bool,
+    write: bool,
+    create: bool,
+    truncate: bool,
+    direct: Direct,
+    flags: RwFlags,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            read: true,
+            write: false,
+            create: false,
+            truncate: false,
+            direct: Direct::Auto,
+            flags: RwFlags::empty(),
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Open for reading (default: yes).
+    pub fn read(mut self, yes: bool) -> Self {
+        self.read = yes;
+        self
+    }
+    /// Open for writing (default: no).
+    pub fn write(mut self, yes: bool) -> Self {
+        self.write = yes;
+        self
+    }
+    /// Create the file if it does not exist (mode 0644).
+    pub fn create(mut self, yes: bool) -> Self {
+        self.create = yes;
+        self
+    }
+    /// Truncate the file to zero length at open.
+    pub fn truncate(mut self, yes: bool) -> Self {
+        self.truncate = yes;
+        self
+    }
+    /// Direct-I/O mode (default: [`Direct::Auto`]).
+    pub fn direct(mut self, mode: Direct) -> Self {
+        self.direct = mode;
+        self
+    }
+    /// Flags added to every call on this file (for example [`RwFlags::DSYNC`] instead of
+    /// `O_DSYNC`), computed once here rather than per call.
+    pub fn flags(mut self, flags: RwFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Opens `path` (`open(2)`, then `statx(2)` for the direct-I/O alignment).
+    pub fn open(self, path: impl AsRef<Path>) -> Result<File> {
+        File::open_with(path.as_ref(), self)
+    }
+}
+
+static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An open file or block device, ready for vecio requests.
+///
+/// ```
+/// # fn main() -> vecio::Result<()> {
+/// let dir = tempfile::tempdir().unwrap();
+/// let file = vecio::File::options().write(true).create(true)
+///     .open(dir.path().join("data"))?;
+/// file.write_at(b"hello", 0)?;
+/// let mut buf = [0u8; 5];
+/// assert_eq!(file.read_at(&mut buf, 0)?, 5);
+/// # Ok(()) }
+/// ```
+pub struct File {
+    fd: OwnedFd,
+    path: Arc<Path>,
+    id: u64,
+    kind: FileKind,
+    direct: bool,
+    align: DioAlign,
+    readable: bool,
+    writable: bool,
+    /// Flags added to every call (cached at open).
+    base_flags: RwFlags,
+    /// `offset - 1` and `mem - 1` of the alignment, or 0 for buffered files: the whole
+    /// alignment test of the hot path is two ANDs.
+    offset_mask: u64,
+    mem_mask: usize,
+    /// Flags the kernel refused on this file (`EOPNOTSUPP`), learned at run time.
+    refused: AtomicU32,
+    pub(crate) locks: RangeLock,
+}
+
+impl File {
+    /// Options for opening a file: read-only, [`Direct::Auto`], no extra flags.
+    pub fn options() -> OpenOptions {
+        OpenOptions::default()
+    }
+
+    /// Opens `path` read-only with [`Direct::Auto`].
+    pub fn open(path: impl AsRef<Path>) -> Result<File> {
+        Self::options().open(path)
+    }
+
+    fn open_with(path: &Path, opts: OpenOptions) -> Result<File> {
+        let shared: Arc<Path> = Arc::from(path);
+        let open_err = |source: std::io::Error| Error::Open {
+            path: shared.clone(),
+            source,
+        };
+        let mut oflags = match (opts.read, opts.write) {
+            (true, true) => OFlags::RDWR,
+            (false, true) => OFlags::WRONLY,
+            _ => OFlags::RDONLY,
+        };
+        oflags |= OFlags::CLOEXEC;
+        if opts.create {
+            oflags |= OFlags::CREATE;
+        }
+        if opts.truncate {
+            oflags |= OFlags::TRUNC;
+        }
+        let mode = Mode::from_bits_truncate(0o644);
+        let (fd, direct) = match opts.direct {
+            Direct::Off => (
+                rustix::fs::open(path, oflags, mode).map_err(|e| open_err(e.into()))?,
+                false,
+            ),
+            Direct::On => match rustix::fs::open(path, oflags | OFlags::DIRECT, mode) {
+                Ok(fd) => (fd, true),
+                Err(e) if e == rustix::io::Errno::INVAL => {
+                    return Err(Error::DirectRefused {
+                        path: shared,
+                        source: e.into(),
+                    })
+                }
+                Err(e) => return Err(open_err(e.into())),
+            },
+            Direct::Auto => match rustix::fs::open(path, oflags | OFlags::DIRECT, mode) {
+                Ok(fd) => (fd, true),
+                Err(e) if e == rustix::io::Errno::INVAL => {
+                    tracing::info!(path = %path.display(), "O_DIRECT refused by the file system; using buffered I/O");
+                    (
+                        rustix::fs::open(path, oflags, mode).map_err(|e| open_err(e.into()))?,
+                        false,
+                    )
+                }
+                Err(e) => return Err(open_err(e.into())),
+            },
+        };
+        let meta = std::fs::File::from(fd.try_clone().map_err(open_err)?)
+            .metadata()
+            .map_err(open_err)?;
+        let kind = if meta.file_type().is_file() {
+            FileKind::Regular
+        } else if meta.file_type().is_block_device() {
+            FileKind::Block
+        } else {
+            return Err(Error::NotRegular { path: shared });
+        };
+        let align = probe_alignment(fd.as_fd(), kind);
+        let (offset_mask, mem_mask) = if direct {
+            (align.offset as u64 - 1, align.mem as usize - 1)
+        } else {
+            (0, 0)
+        };
+        Ok(File {
+            fd,
+            path: shared,
+            id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
+            kind,
+            direct,
+            align,
+            readable: opts.read,
+            writable: opts.write,
+            base_flags: opts.flags,
+            offset_mask,
+            mem_mask,
+            refused: AtomicU32::new(0),
+            locks: RangeLock::default(),
+        })
+    }
+
+    /// The path the file was opened by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn shared_path(&self) -> Arc<Path> {
+        self.path.clone()
+    }
+
+    /// A process-unique id, used by engines to map files to fixed-file slots.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Regular file or block device.
+    pub fn kind(&self) -> FileKind {
+        self.kind
+    }
+
+    /// True when the file was opened with `O_DIRECT`.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// The direct-I/O alignment learned at open (meaningful whether or not direct I/O is on).
+    pub fn dio_align(&self) -> DioAlign {
+        self.align
+    }
+
+    /// True when the file can be read.
+    pub fn is_readable(&self) -> bool {
+        self.readable
+    }
+
+    /// True when the file can be written.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Flags added to every call on this file.
+    pub fn base_flags(&self) -> RwFlags {
+        self.base_flags
+    }
+
+    /// Flags the kernel has refused on this file so far.
+    pub fn refused_flags(&self) -> RwFlags {
+        RwFlags::from_bits_truncate(self.refused.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn note_refused(&self, flags: RwFlags) {
+        self.refused.fetch_or(flags.bits(), Ordering::Relaxed);
+    }
+
+    /// True when a request at `offset` over `iter` can go to the kernel as it is: always for
+    /// buffered files; for direct files when offset, length and every segment are aligned.
+    #[inline]
+    pub fn is_aligned_request(&self, offset: u64, iter: &crate::IoIter<'_>) -> bool {
+        if !self.direct {
+            return true;
+        }
+        (offset | iter.len() as u64) & self.offset_mask == 0
+            && iter.is_aligned(self.mem_mask + 1, self.offset_mask as usize + 1)
+    }
+
+    /// Size of the file in bytes (`fstat`), or of the block device (`lseek(SEEK_END)`).
+    pub fn size(&self) -> std::io::Result<u64> {
+        match self.kind {
+            FileKind::Regular => Ok(rustix::fs::fstat(&self.fd)?.st_size as u64),
+            FileKind::Block => block_size_bytes(self.fd.as_fd()),
+        }
+    }
+
+    /// Flushes written data to stable storage (`fdatasync(2)`).
+    pub fn sync_data(&self) -> std::io::Result<()> {
+        Ok(rustix::fs::fdatasync(&self.fd)?)
+    }
+
+    /// Sets the file's length (`ftruncate(2)`).
+    pub fn set_len(&self, len: u64) -> std::io::Result<()> {
+        Ok(rustix::fs::ftruncate(&self.fd, len)?)
+    }
+
+    /// Path for error messages.
+    pub fn display_path(&self) -> PathBuf {
+        self.path.to_path_buf()
+    }
+}
+
+impl AsRawFd for File {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl AsFd for File {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("File")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("direct", &self.direct)
+            .field("align", &self.align)
+            .finish()
+    }
+}
+
+fn probe_alignment(fd: BorrowedFd<'_>, kind: FileKind) -> DioAlign {
+    use rustix::fs::{AtFlags, StatxFlags};
+    if let Ok(stx) = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN) {
+        let has = StatxFlags::from_bits_retain(stx.stx_mask).contains(StatxFlags::DIOALIGN);
+        if has && stx.stx_dio_mem_align > 0 && stx.stx_dio_offset_align > 0 {
+            return DioAlign {
+                mem: stx.stx_dio_mem_align,
+                offset: stx.stx_dio_offset_align,
+                source: AlignSource::Statx,
+            };
+        }
+    }
+    if kind == FileKind::Block {
+        if let Ok(bs) = logical_block_size(fd) {
+            return DioAlign {
+                mem: bs,
+                offset: bs,
+                source: AlignSource::BlockSize,
+            };
+        }
+    }
+    DioAlign {
+        mem: 4096,
+        offset: 4096,
+        source: AlignSource::Default,
+    }
+}
+
+fn logical_block_size(fd: BorrowedFd<'_>) -> std::io::Result<u32> {
+    let mut size: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one c_int through the pointer, which is valid for that write.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::BLKSSZGET, &mut size) };
+    if r < 0 || size <= 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(size as u32)
+}
+
+fn block_size_bytes(fd: BorrowedFd<'_>) -> std::io::Result<u64> {
+    // The end of a block device is its size; vecio never uses the file position otherwise.
+    Ok(rustix::fs::seek(fd, rustix::fs::SeekFrom::End(0))?)
+}

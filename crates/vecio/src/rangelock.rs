@@ -1,0 +1,118 @@
+//! A reader-writer lock over byte ranges of one file. Aligned direct writes hold their ranges
+//! shared; a read-modify-write of unaligned edges holds its widened range exclusive, so no
+//! other write can land between its read and its write and tear a block.
+
+use std::sync::{Condvar, Mutex};
+
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    start: u64,
+    end: u64,
+    exclusive: bool,
+    id: u64,
+}
+
+/// Byte-range reader-writer lock (see the module docs).
+#[derive(Default)]
+pub(crate) struct RangeLock {
+    held: Mutex<(Vec<Held>, u64)>,
+    freed: Condvar,
+}
+
+/// Releases its ranges when dropped.
+pub(crate) struct RangeGuard<'a> {
+    lock: &'a RangeLock,
+    id: u64,
+}
+
+fn overlaps(a: &Held, start: u64, end: u64) -> bool {
+    a.start < end && start < a.end
+}
+
+impl RangeLock {
+    /// Holds every range in `ranges` shared (waits while any overlaps an exclusive holder).
+    pub(crate) fn shared(&self, ranges: &[(u64, u64)]) -> RangeGuard<'_> {
+        self.acquire(ranges, false)
+    }
+
+    /// Holds `[start, end)` exclusive (waits while anything overlaps it).
+    pub(crate) fn exclusive(&self, start: u64, end: u64) -> RangeGuard<'_> {
+        self.acquire(&[(start, end)], true)
+    }
+
+    fn acquire(&self, ranges: &[(u64, u64)], exclusive: bool) -> RangeGuard<'_> {
+        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let blocked = ranges.iter().any(|&(s, e)| {
+                g.0.iter()
+                    .any(|h| (exclusive || h.exclusive) && overlaps(h, s, e))
+            });
+            if !blocked {
+                break;
+            }
+            g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        g.1 += 1;
+        let id = g.1;
+        for &(start, end) in ranges {
+            g.0.push(Held {
+                start,
+                end,
+                exclusive,
+                id,
+            });
+        }
+        RangeGuard { lock: self, id }
+    }
+}
+
+impl Drop for RangeGuard<'_> {
+    fn drop(&mut self) {
+        let mut g = self.lock.held.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.retain(|h| h.id != self.id);
+        drop(g);
+        self.lock.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn shared_ranges_coexist() {
+        let l = RangeLock::default();
+        let _a = l.shared(&[(0, 10)]);
+        let _b = l.shared(&[(5, 15)]);
+    }
+
+    #[test]
+    fn exclusive_waits_for_overlapping_shared() {
+        let l = Arc::new(RangeLock::default());
+        let got = Arc::new(AtomicBool::new(false));
+        let a = l.shared(&[(0, 4096)]);
+        let (l2, got2) = (l.clone(), got.clone());
+        let t = std::thread::spawn(move || {
+            let _g = l2.exclusive(100, 200);
+            got2.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !got.load(Ordering::SeqCst),
+            "exclusive lock taken over a shared holder"
+        );
+        drop(a);
+        t.join().unwrap();
+        assert!(got.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn disjoint_exclusive_ranges_do_not_wait() {
+        let l = RangeLock::default();
+        let _a = l.exclusive(0, 4096);
+        let _b = l.exclusive(4096, 8192);
+    }
+}
