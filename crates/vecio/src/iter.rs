@@ -65,7 +65,7 @@ pub struct IoIter<'a> {
 // Send, and the raw pointers inside are only a representation of those borrows.
 unsafe impl Send for IoIter<'_> {}
 
-fn slice_to_iovecs<'a, T>(bufs: &'a [T]) -> &'a [iovec] {
+fn slice_to_iovecs<T>(bufs: &[T]) -> &[iovec] {
     const {
         assert!(std::mem::size_of::<T>() == std::mem::size_of::<iovec>());
         assert!(std::mem::align_of::<T>() == std::mem::align_of::<iovec>());

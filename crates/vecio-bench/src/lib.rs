@@ -1,0 +1,14 @@
+//! vecio's benchmark crate: the pieces every experiment shares (CPU accounting, statistics,
+//! fio as a peer, scratch files, progress bars, result tables, system facts) and the
+//! experiments themselves, one per source document.
+
+pub mod fio;
+pub mod progress;
+pub mod rusage;
+pub mod scratch;
+pub mod stats;
+pub mod system;
+pub mod table;
+
+pub mod meta;
+pub mod writev;

@@ -1,0 +1,155 @@
+//! Progress bars on stderr for anything longer than a moment: a timed phase (a measurement that
+//! runs for a fixed duration) and a byte count (filling a scratch file).
+//!
+//! Bars are hidden when stderr is not a terminal or when the `VECIO_NO_PROGRESS` environment
+//! variable is set (CI), so logs stay clean.
+
+use std::io::IsTerminal;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Environment variable that turns progress bars off when set (to anything).
+pub const NO_PROGRESS_ENV: &str = "VECIO_NO_PROGRESS";
+
+/// How often a timed phase's bar moves.
+const TICK: Duration = Duration::from_millis(100);
+
+/// True when progress bars are drawn: stderr is a terminal and `VECIO_NO_PROGRESS` is unset.
+pub fn enabled() -> bool {
+    should_show(
+        std::io::stderr().is_terminal(),
+        std::env::var_os(NO_PROGRESS_ENV).is_some(),
+    )
+}
+
+/// The decision behind [`enabled`], separated from the environment for testing.
+fn should_show(stderr_is_terminal: bool, no_progress_set: bool) -> bool {
+    stderr_is_terminal && !no_progress_set
+}
+
+/// One progress bar, cleared from the terminal when finished or dropped.
+#[derive(Debug)]
+pub struct Phase {
+    bar: ProgressBar,
+    /// For timed phases: the thread moving the bar, stopped by dropping the sender.
+    ticker: Option<(Sender<()>, JoinHandle<()>)>,
+}
+
+impl Phase {
+    /// A bar that fills over `duration` by elapsed time, for a measurement of fixed length.
+    pub fn timed(label: &str, duration: Duration) -> Phase {
+        let total_ms = duration.as_millis().max(1) as u64;
+        let bar = new_bar(
+            total_ms,
+            "{prefix:>16} [{bar:30}] {elapsed:>3} of {msg}",
+            label,
+        );
+        bar.set_message(format!("{:.1}s", duration.as_secs_f64()));
+        let ticker = (!bar.is_hidden()).then(|| spawn_ticker(bar.clone(), total_ms));
+        Phase { bar, ticker }
+    }
+
+    /// A bar counting bytes towards `total`; advance it with [`Phase::set_position`] or
+    /// [`Phase::inc`].
+    pub fn bytes(label: &str, total: u64) -> Phase {
+        let bar = new_bar(
+            total,
+            "{prefix:>16} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+            label,
+        );
+        Phase { bar, ticker: None }
+    }
+
+    /// Sets the count done so far.
+    pub fn set_position(&self, done: u64) {
+        self.bar.set_position(done);
+    }
+
+    /// Adds `delta` to the count done.
+    pub fn inc(&self, delta: u64) {
+        self.bar.inc(delta);
+    }
+
+    /// Current count (bytes, or milliseconds for a timed phase).
+    pub fn position(&self) -> u64 {
+        self.bar.position()
+    }
+
+    /// True when the bar draws nothing (see [`enabled`]).
+    pub fn is_hidden(&self) -> bool {
+        self.bar.is_hidden()
+    }
+
+    /// Stops the bar and clears it from the terminal.
+    pub fn finish(self) {
+        // Drop does the work.
+    }
+}
+
+impl Drop for Phase {
+    fn drop(&mut self) {
+        if let Some((stop, handle)) = self.ticker.take() {
+            drop(stop);
+            let _ = handle.join();
+        }
+        self.bar.finish_and_clear();
+    }
+}
+
+/// A bar of length `len` with `template`, or a hidden one when bars are off.
+fn new_bar(len: u64, template: &str, label: &str) -> ProgressBar {
+    if !enabled() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    ProgressBar::new(len)
+        .with_style(style)
+        .with_prefix(label.to_string())
+}
+
+/// Moves `bar` to the elapsed milliseconds every [`TICK`] until the sender is dropped.
+fn spawn_ticker(bar: ProgressBar, total_ms: u64) -> (Sender<()>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let start = Instant::now();
+    let handle = std::thread::spawn(move || {
+        while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(TICK) {
+            let ms = start.elapsed().as_millis() as u64;
+            bar.set_position(ms.min(total_ms));
+        }
+    });
+    (tx, handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_only_on_a_terminal_without_opt_out() {
+        assert!(should_show(true, false));
+        assert!(!should_show(true, true));
+        assert!(!should_show(false, false));
+    }
+
+    #[test]
+    fn phases_finish_promptly() {
+        let start = Instant::now();
+        let p = Phase::timed("timed", Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+        p.finish();
+        let b = Phase::bytes("bytes", 100);
+        b.set_position(40);
+        b.inc(10);
+        assert_eq!(b.position(), 50);
+        drop(b);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "finish must stop the ticker"
+        );
+    }
+}

@@ -1,0 +1,646 @@
+//! The readv/writev experiment: the table of the 2002 readv/writev rework
+//! (`seeds/000_7dcf0df396dbfddb.txt`), re-measured.
+//!
+//! Each request is 32 KiB as 8 x 4 KiB segments, O_DIRECT, one request at a time (as the
+//! seed's test loop). The serial engine waits on each segment before starting the next (the
+//! seed's "before"); sync and uring hand the kernel the whole vector (its "after"). fio runs
+//! the same pattern with bs=4k psync (the per-segment reference) and bs=32k psync (the limit).
+
+use std::io::{IoSlice, IoSliceMut};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use vecio::{Batch, Direct, Engine, EngineKind, File, IoIter, PagePool, RwFlags};
+
+use crate::fio::{FioEngine, FioJob, FioRw};
+use crate::meta::RunMeta;
+use crate::progress::Phase;
+use crate::rusage::Usage;
+use crate::scratch::ScratchFile;
+use crate::stats::{median, Summary};
+use crate::table::Table;
+
+/// Segments per request.
+pub const SEGMENTS: usize = 8;
+/// Bytes per segment.
+pub const SEGMENT: usize = 4096;
+/// Bytes per request.
+pub const REQUEST: usize = SEGMENTS * SEGMENT;
+
+/// Options of `vecio bench writev`.
+#[derive(Debug, Clone)]
+pub struct WritevOptions {
+    /// File or block device to measure on; `None` creates a scratch file.
+    pub file: Option<PathBuf>,
+    /// Directory for the scratch file (default: the current directory).
+    pub dir: Option<PathBuf>,
+    /// Bytes of the file the requests cover.
+    pub size: u64,
+    /// Time per measurement.
+    pub runtime: Duration,
+    /// Repetitions of the whole table (the spread comes from these).
+    pub repeat: u32,
+    /// Skip the rows that write.
+    pub read_only: bool,
+    /// Run fio beside vecio when it is installed.
+    pub fio: bool,
+    /// Engines to measure.
+    pub engines: Vec<EngineKind>,
+}
+
+impl Default for WritevOptions {
+    fn default() -> Self {
+        WritevOptions {
+            file: None,
+            dir: None,
+            size: 1 << 30,
+            runtime: Duration::from_secs(5),
+            repeat: 3,
+            read_only: false,
+            fio: true,
+            engines: EngineKind::ALL.to_vec(),
+        }
+    }
+}
+
+/// One row of the seed's table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Row {
+    /// Random 32 KiB writev.
+    RandomWritev,
+    /// Sequential 32 KiB writev.
+    SequentialWritev,
+    /// Random 32 KiB readv.
+    RandomReadv,
+    /// Sequential 32 KiB readv.
+    SequentialReadv,
+    /// Random, half reads and half writes.
+    RandomMixed,
+    /// Sequential, half reads and half writes.
+    SequentialMixed,
+}
+
+impl Row {
+    /// Every row, in the seed's order.
+    pub const ALL: [Row; 6] = [
+        Row::RandomWritev,
+        Row::SequentialWritev,
+        Row::RandomReadv,
+        Row::SequentialReadv,
+        Row::RandomMixed,
+        Row::SequentialMixed,
+    ];
+
+    /// The row's name as the seed writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Row::RandomWritev => "random writev",
+            Row::SequentialWritev => "sequential writev",
+            Row::RandomReadv => "random readv",
+            Row::SequentialReadv => "sequential readv",
+            Row::RandomMixed => "random mixed",
+            Row::SequentialMixed => "sequential mixed",
+        }
+    }
+
+    /// The seed's speedup (before / after wall time of its test loop).
+    pub fn seed_speedup(self) -> f64 {
+        match self {
+            Row::RandomWritev => 14.254 / 1.628,
+            Row::SequentialWritev => 14.853 / 2.238,
+            Row::RandomReadv => 4.760 / 4.510,
+            Row::SequentialReadv => 4.797 / 4.545,
+            Row::RandomMixed => 16.237 / 3.193,
+            Row::SequentialMixed => 14.863 / 2.256,
+        }
+    }
+
+    /// The seed's system-time ratio (before / after), where it reports one that matters.
+    pub fn seed_sys_ratio(self) -> Option<f64> {
+        match self {
+            Row::RandomReadv => Some(0.651 / 0.125),
+            Row::SequentialReadv => Some(0.684 / 0.119),
+            _ => None,
+        }
+    }
+
+    fn random(self) -> bool {
+        matches!(
+            self,
+            Row::RandomWritev | Row::RandomReadv | Row::RandomMixed
+        )
+    }
+
+    fn writes(self) -> bool {
+        !matches!(self, Row::RandomReadv | Row::SequentialReadv)
+    }
+
+    fn fio_rw(self) -> FioRw {
+        match self {
+            Row::RandomWritev => FioRw::RandWrite,
+            Row::SequentialWritev => FioRw::Write,
+            Row::RandomReadv => FioRw::RandRead,
+            Row::SequentialReadv => FioRw::Read,
+            Row::RandomMixed => FioRw::RandReadWrite,
+            Row::SequentialMixed => FioRw::ReadWrite,
+        }
+    }
+}
+
+/// One timed measurement of one engine on one row.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sample {
+    /// Throughput, MB/s (10^6 bytes per second).
+    pub mb_s: f64,
+    /// Requests completed.
+    pub requests: u64,
+    /// User CPU per request, microseconds.
+    pub user_us_per_req: f64,
+    /// System CPU per request, microseconds.
+    pub sys_us_per_req: f64,
+    /// Context switches per request (voluntary + involuntary).
+    pub ctx_per_req: f64,
+    /// System calls the engine made per request.
+    pub syscalls_per_req: f64,
+}
+
+/// An engine's figures for one row, over all repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineFigures {
+    /// Engine name.
+    pub engine: String,
+    /// Throughput over the repetitions, MB/s.
+    pub mb_s: Summary,
+    /// Every sample.
+    pub samples: Vec<Sample>,
+}
+
+impl EngineFigures {
+    fn median_of(&self, f: impl Fn(&Sample) -> f64) -> f64 {
+        median(&self.samples.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+    }
+}
+
+/// fio's figures for one job over the repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct FioFigures {
+    /// The job's description (`bs=4k psync`).
+    pub job: String,
+    /// Throughput, MB/s.
+    pub mb_s: Summary,
+    /// System CPU per request, microseconds (from fio's sys_cpu and IOPS).
+    pub sys_us_per_req: f64,
+    /// Context switches per request.
+    pub ctx_per_req: f64,
+}
+
+/// One row of the measured table.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowFigures {
+    /// Which row.
+    pub row: Row,
+    /// Its name.
+    pub name: String,
+    /// The seed's speedup for it.
+    pub seed_speedup: f64,
+    /// The seed's system-time ratio, where it gives one.
+    pub seed_sys_ratio: Option<f64>,
+    /// vecio's engines.
+    pub engines: Vec<EngineFigures>,
+    /// fio bs=4k psync (per-segment reference).
+    pub fio_4k: Option<FioFigures>,
+    /// fio bs=32k psync QD1 (the limit).
+    pub fio_32k: Option<FioFigures>,
+}
+
+impl RowFigures {
+    /// The engine's figures, if measured.
+    pub fn engine(&self, kind: EngineKind) -> Option<&EngineFigures> {
+        self.engines.iter().find(|e| e.engine == kind.name())
+    }
+
+    /// Median MB/s of `a` over median MB/s of `b`.
+    pub fn ratio(&self, a: EngineKind, b: EngineKind) -> Option<f64> {
+        let (a, b) = (self.engine(a)?.mb_s.median, self.engine(b)?.mb_s.median);
+        (b > 0.0).then(|| a / b)
+    }
+}
+
+/// Everything `vecio bench writev` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct WritevReport {
+    /// The run's set-up.
+    pub meta: RunMeta,
+    /// Bytes of the file covered.
+    pub size: u64,
+    /// Seconds per measurement.
+    pub runtime_s: f64,
+    /// Repetitions.
+    pub repeat: u32,
+    /// The measured rows.
+    pub rows: Vec<RowFigures>,
+}
+
+/// Runs the experiment.
+pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
+    if opts.size < REQUEST as u64 * 16 {
+        bail!("--size must be at least {} bytes", REQUEST * 16);
+    }
+    let scratch = prepare_file(opts)?;
+    let path = scratch.path().to_path_buf();
+    let rows: Vec<Row> = Row::ALL
+        .into_iter()
+        .filter(|r| !(opts.read_only && r.writes()))
+        .collect();
+    let file = File::options()
+        .read(true)
+        .write(!opts.read_only)
+        .direct(Direct::On)
+        .open(&path)
+        .with_context(|| format!("opening {} for O_DIRECT", path.display()))?;
+    let size = opts.size.min(file.size().unwrap_or(opts.size)) / REQUEST as u64 * REQUEST as u64;
+    let pool = PagePool::new(REQUEST, 1);
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    for k in &opts.engines {
+        let mut e = k.build()?;
+        e.register_pool(&pool)
+            .with_context(|| format!("registering buffers with {}", k.name()))?;
+        engines.push(e);
+    }
+    let fio_on = opts.fio && crate::fio::fio_version().is_some();
+    let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.repeat as usize;
+    let phase = Phase::timed("bench writev", opts.runtime * steps as u32);
+
+    let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
+    let mut fio4: Vec<Vec<crate::fio::FioResult>> = vec![Vec::new(); rows.len()];
+    let mut fio32: Vec<Vec<crate::fio::FioResult>> = vec![Vec::new(); rows.len()];
+    let mut rng = SmallRng::seed_from_u64(0x0005_eed0);
+    for _rep in 0..opts.repeat {
+        for (ri, &row) in rows.iter().enumerate() {
+            for (ei, engine) in engines.iter_mut().enumerate() {
+                let s = measure(
+                    &file,
+                    engine.as_mut(),
+                    &pool,
+                    row,
+                    size,
+                    opts.runtime,
+                    &mut rng,
+                )
+                .with_context(|| format!("{} through the {} engine", row.name(), engine.name()))?;
+                samples[ri][ei].push(s);
+            }
+            if fio_on {
+                fio4[ri].push(fio_job(&path, row, 4096, size, opts.runtime)?);
+                fio32[ri].push(fio_job(&path, row, REQUEST as u64, size, opts.runtime)?);
+            }
+        }
+    }
+    phase.finish();
+
+    let rows = rows
+        .iter()
+        .enumerate()
+        .map(|(ri, &row)| RowFigures {
+            row,
+            name: row.name().to_string(),
+            seed_speedup: row.seed_speedup(),
+            seed_sys_ratio: row.seed_sys_ratio(),
+            engines: engines
+                .iter()
+                .enumerate()
+                .map(|(ei, e)| EngineFigures {
+                    engine: e.name().to_string(),
+                    mb_s: summary(&samples[ri][ei].iter().map(|s| s.mb_s).collect::<Vec<_>>()),
+                    samples: samples[ri][ei].clone(),
+                })
+                .collect(),
+            fio_4k: fio_figures("bs=4k psync", &fio4[ri]),
+            fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
+        })
+        .collect();
+    Ok(WritevReport {
+        meta: RunMeta::collect(&path),
+        size,
+        runtime_s: opts.runtime.as_secs_f64(),
+        repeat: opts.repeat,
+        rows,
+    })
+}
+
+fn prepare_file(opts: &WritevOptions) -> Result<ScratchFile> {
+    let phase = Phase::bytes("preparing scratch file", opts.size);
+    let scratch = ScratchFile::prepare_with_progress(
+        opts.dir.as_deref(),
+        opts.file.clone(),
+        opts.size,
+        &mut |done| phase.set_position(done),
+    )?;
+    phase.finish();
+    Ok(scratch)
+}
+
+fn summary(samples: &[f64]) -> Summary {
+    Summary::of(samples).unwrap_or_default()
+}
+
+/// Runs `row` through `engine` for `runtime`, one 8-segment request at a time.
+fn measure(
+    file: &File,
+    engine: &mut dyn Engine,
+    pool: &PagePool,
+    row: Row,
+    size: u64,
+    runtime: Duration,
+    rng: &mut SmallRng,
+) -> Result<Sample> {
+    let mut buf = pool.get().context("page pool exhausted")?;
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let blocks = size / REQUEST as u64;
+    let mut next_seq = 0u64;
+    let mut out = Vec::with_capacity(1);
+    let calls0 = engine.counters().syscalls;
+    let u0 = Usage::thread()?;
+    let t0 = Instant::now();
+    let mut requests = 0u64;
+    loop {
+        let block = if row.random() {
+            rng.gen_range(0..blocks)
+        } else {
+            let b = next_seq;
+            next_seq = (next_seq + 1) % blocks;
+            b
+        };
+        let offset = block * REQUEST as u64;
+        let write = match row {
+            Row::RandomWritev | Row::SequentialWritev => true,
+            Row::RandomReadv | Row::SequentialReadv => false,
+            Row::RandomMixed | Row::SequentialMixed => rng.gen_bool(0.5),
+        };
+        out.clear();
+        if write {
+            let segs: [IoSlice<'_>; SEGMENTS] =
+                std::array::from_fn(|i| IoSlice::new(&buf[i * SEGMENT..(i + 1) * SEGMENT]));
+            let mut batch = Batch::new();
+            batch.push(
+                file,
+                offset,
+                IoIter::pages_from(pool, &segs)?,
+                RwFlags::empty(),
+            );
+            batch.run_into(engine, &mut out);
+        } else {
+            let mut rest: &mut [u8] = &mut buf[..];
+            let mut segs: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
+                let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
+                rest = tail;
+                IoSliceMut::new(seg)
+            });
+            let mut batch = Batch::new();
+            batch.push(
+                file,
+                offset,
+                IoIter::pages_into(pool, &mut segs)?,
+                RwFlags::empty(),
+            );
+            batch.run_into(engine, &mut out);
+        }
+        match out.pop() {
+            Some(Ok(n)) if n == REQUEST => {}
+            Some(Ok(n)) => bail!("short transfer at offset {offset}: {n} of {REQUEST} bytes"),
+            Some(Err(e)) => return Err(e.into()),
+            None => bail!("request at offset {offset} produced no result"),
+        }
+        requests += 1;
+        if requests % 4 == 0 && t0.elapsed() >= runtime {
+            break;
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let u = Usage::thread()?.delta(&u0);
+    let calls = engine.counters().syscalls - calls0;
+    let per = |x: f64| x / requests as f64;
+    Ok(Sample {
+        mb_s: (requests * REQUEST as u64) as f64 / wall / 1e6,
+        requests,
+        user_us_per_req: per(u.user_s * 1e6),
+        sys_us_per_req: per(u.sys_s * 1e6),
+        ctx_per_req: per(u.ctx() as f64),
+        syscalls_per_req: per(calls as f64),
+    })
+}
+
+fn fio_job(
+    path: &std::path::Path,
+    row: Row,
+    bs: u64,
+    size: u64,
+    runtime: Duration,
+) -> Result<crate::fio::FioResult> {
+    let mut job = FioJob::new(path, row.fio_rw(), bs, size);
+    job.runtime_s = runtime.as_secs_f64();
+    job.ioengine = FioEngine::Psync;
+    job.direct = true;
+    if matches!(row, Row::RandomMixed | Row::SequentialMixed) {
+        job.rwmixread = Some(50);
+    }
+    job.run()
+        .with_context(|| format!("fio {} bs={bs}", row.name()))
+}
+
+fn fio_figures(job: &str, results: &[crate::fio::FioResult]) -> Option<FioFigures> {
+    if results.is_empty() {
+        return None;
+    }
+    let mb: Vec<f64> = results.iter().map(|r| r.total_mb_s).collect();
+    let per_req = |r: &crate::fio::FioResult, x: f64| {
+        let reqs = (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0;
+        if reqs > 0.0 {
+            x / reqs
+        } else {
+            0.0
+        }
+    };
+    let sys: Vec<f64> = results
+        .iter()
+        .map(|r| {
+            per_req(
+                r,
+                r.sys_cpu_pct / 100.0 * r.runtime_ms as f64 / 1000.0 * 1e6,
+            )
+        })
+        .collect();
+    let ctx: Vec<f64> = results.iter().map(|r| per_req(r, r.ctx as f64)).collect();
+    Some(FioFigures {
+        job: job.to_string(),
+        mb_s: summary(&mb),
+        sys_us_per_req: median(&sys).unwrap_or(0.0),
+        ctx_per_req: median(&ctx).unwrap_or(0.0),
+    })
+}
+
+fn fmt_mb(s: &Summary) -> String {
+    if s.n > 1 {
+        format!("{:.1} ±{:.0}%", s.median, s.relative_spread() * 100.0)
+    } else {
+        format!("{:.1}", s.median)
+    }
+}
+
+fn fmt_ratio(r: Option<f64>) -> String {
+    r.map_or("-".into(), |r| format!("{r:.2}x"))
+}
+
+/// The report as text: the throughput table, the CPU table and the targets.
+pub fn render(report: &WritevReport) -> String {
+    use EngineKind::*;
+    let mut out = String::new();
+    let m = &report.meta;
+    out += &format!(
+        "readv/writev rework (seed 000): 32 KiB requests as 8 x 4 KiB segments, O_DIRECT, one at a time\n\
+         {} on {} ({}), {} MiB covered, {:.1} s per measurement, {} repetition(s); {} UTC\n\
+         MB/s = 10^6 bytes/s, median of the repetitions, ± relative standard deviation\n\n",
+        m.file, m.fs, m.device, report.size >> 20, report.runtime_s, report.repeat, m.date_utc
+    );
+    let mut t = Table::new([
+        "row",
+        "serial",
+        "sync",
+        "uring",
+        "fio 4k psync",
+        "fio 32k psync",
+        "uring/serial",
+        "sync/serial",
+        "seed",
+        "uring/fio32k",
+        "serial/fio4k",
+    ]);
+    for r in &report.rows {
+        let eng = |k| r.engine(k).map_or("-".into(), |e| fmt_mb(&e.mb_s));
+        let fio = |f: &Option<FioFigures>| f.as_ref().map_or("-".into(), |f| fmt_mb(&f.mb_s));
+        let vs_fio = |k: EngineKind, f: &Option<FioFigures>| {
+            let e = r.engine(k)?.mb_s.median;
+            let f = f.as_ref()?.mb_s.median;
+            (f > 0.0).then(|| e / f)
+        };
+        t.row([
+            r.name.clone(),
+            eng(Serial),
+            eng(Sync),
+            eng(Uring),
+            fio(&r.fio_4k),
+            fio(&r.fio_32k),
+            fmt_ratio(r.ratio(Uring, Serial)),
+            fmt_ratio(r.ratio(Sync, Serial)),
+            format!("{:.1}x", r.seed_speedup),
+            fmt_ratio(vs_fio(Uring, &r.fio_32k)),
+            fmt_ratio(vs_fio(Serial, &r.fio_4k)),
+        ]);
+    }
+    out += &t.to_string();
+    out += "\nCPU per request (median): system µs, user µs, context switches; sys serial/uring beside the seed's sys ratio\n";
+    let mut c = Table::new([
+        "row",
+        "serial sys",
+        "sync sys",
+        "uring sys",
+        "fio 4k sys",
+        "serial user",
+        "uring user",
+        "serial ctx",
+        "uring ctx",
+        "sys serial/uring",
+        "seed sys",
+    ]);
+    for r in &report.rows {
+        let med = |k, f: &dyn Fn(&Sample) -> f64| r.engine(k).map(|e| e.median_of(f));
+        let f1 = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        let f2 = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        let sys_ratio = match (
+            med(Serial, &|s| s.sys_us_per_req),
+            med(Uring, &|s| s.sys_us_per_req),
+        ) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        c.row([
+            r.name.clone(),
+            f1(med(Serial, &|s| s.sys_us_per_req)),
+            f1(med(Sync, &|s| s.sys_us_per_req)),
+            f1(med(Uring, &|s| s.sys_us_per_req)),
+            f1(r.fio_4k.as_ref().map(|f| f.sys_us_per_req)),
+            f1(med(Serial, &|s| s.user_us_per_req)),
+            f1(med(Uring, &|s| s.user_us_per_req)),
+            f2(med(Serial, &|s| s.ctx_per_req)),
+            f2(med(Uring, &|s| s.ctx_per_req)),
+            fmt_ratio(sys_ratio),
+            r.seed_sys_ratio.map_or("-".into(), |v| format!("{v:.1}x")),
+        ]);
+    }
+    out += &c.to_string();
+    out += "\nTargets\n";
+    for t in targets(report) {
+        out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
+    }
+    out
+}
+
+/// One target of the experiment and whether this run met it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// What the target asks and what was measured.
+    pub text: String,
+    /// Whether it was met.
+    pub met: bool,
+}
+
+/// The issue's targets, checked against a report. Targets needing fio are left out without it.
+pub fn targets(report: &WritevReport) -> Vec<Target> {
+    use EngineKind::*;
+    let mut out = Vec::new();
+    let row = |r: Row| report.rows.iter().find(|x| x.row == r);
+    for r in [Row::RandomWritev, Row::RandomReadv] {
+        let Some(f) = row(r) else { continue };
+        let Some(fio) = f.fio_32k.as_ref().map(|x| x.mb_s.median) else {
+            continue;
+        };
+        for k in [Uring, Sync] {
+            if let Some(e) = f.engine(k) {
+                let ratio = e.mb_s.median / fio;
+                out.push(Target {
+                    text: format!(
+                        "{} {}: {:.2}x fio bs=32k psync (want >= 0.95x)",
+                        r.name(),
+                        k.name(),
+                        ratio
+                    ),
+                    met: ratio >= 0.95,
+                });
+            }
+        }
+    }
+    if let Some(f) = row(Row::RandomWritev) {
+        if let (Some(e), Some(fio)) = (f.engine(Serial), f.fio_4k.as_ref()) {
+            let ratio = e.mb_s.median / fio.mb_s.median;
+            out.push(Target {
+                text: format!(
+                    "random writev serial: {ratio:.2}x fio bs=4k psync (want within 10%)"
+                ),
+                met: (ratio - 1.0).abs() <= 0.10,
+            });
+        }
+        if let Some(ratio) = f.ratio(Uring, Serial) {
+            out.push(Target {
+                text: format!("random writev uring/serial: {ratio:.2}x (want >= 4x; seed 8.7x)"),
+                met: ratio >= 4.0,
+            });
+        }
+    }
+    out
+}

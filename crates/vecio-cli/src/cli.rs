@@ -1,0 +1,91 @@
+//! The command line: `vecio bench ...`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::size::parse_size;
+
+/// vecio: the Linux vectored-I/O design in user space, and the measurements that prove it.
+#[derive(Parser, Debug)]
+#[command(name = "vecio", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// vecio's commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Re-measure the source documents' tables on this machine.
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+/// The experiments.
+#[derive(Subcommand, Debug)]
+pub enum Bench {
+    /// readv/writev rework (2002): 32 KiB = 8 x 4 KiB O_DIRECT requests, serial vs batched.
+    Writev(WritevArgs),
+    /// Every experiment, one summary.
+    All(AllArgs),
+}
+
+/// Options every experiment takes.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// File or block device to measure on (its data is overwritten by write rows unless
+    /// --read-only). Default: a scratch file in a temporary directory.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Directory for the scratch file (default: the current directory; tmpfs is no good for
+    /// direct I/O).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 5.0)]
+    pub runtime: f64,
+    /// Repetitions (the spread in the tables comes from these).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Do not run fio beside vecio.
+    #[arg(long)]
+    pub no_fio: bool,
+}
+
+/// Options of `vecio bench writev`.
+#[derive(Args, Debug, Clone)]
+pub struct WritevArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Bytes of the file the requests cover (k, M, G suffixes).
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    pub size: u64,
+    /// Skip the rows that write.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Engines to measure, comma-separated (serial, sync, uring).
+    #[arg(long, value_delimiter = ',', default_value = "serial,sync,uring")]
+    pub engines: Vec<vecio::EngineKind>,
+}
+
+/// Options of `vecio bench all`.
+#[derive(Args, Debug, Clone)]
+pub struct AllArgs {
+    /// A short run (under 3 minutes on 2 cores): small file, 1 s measurements, 2 repetitions.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for scratch files (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Do not run fio beside vecio.
+    #[arg(long)]
+    pub no_fio: bool,
+}
