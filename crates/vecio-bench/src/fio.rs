@@ -89,6 +89,11 @@ pub struct FioJob {
     pub direct: bool,
     /// Percentage of reads in a mixed workload (`--rwmixread`).
     pub rwmixread: Option<u32>,
+    /// For random patterns: a new random offset only every N I/Os, the I/Os between going
+    /// sequentially on from it (`--rw=randwrite:N --rw_sequencer=sequential`). With N = 8 and
+    /// bs=4k this is eight 4 KiB calls per random 32 KiB block: one vectored request's
+    /// segments issued one by one.
+    pub ios_per_offset: Option<u32>,
     /// More fio options, passed verbatim after the others, e.g. `--fsync=1`.
     pub extra: Vec<String>,
 }
@@ -106,6 +111,7 @@ impl FioJob {
             iodepth: 1,
             direct: true,
             rwmixread: None,
+            ios_per_offset: None,
             extra: Vec::new(),
         }
     }
@@ -117,7 +123,10 @@ impl FioJob {
             "--output-format=json".to_string(),
             "--name=vecio".to_string(),
             format!("--filename={}", escape_filename(&self.filename)),
-            format!("--rw={}", self.rw.as_str()),
+            match self.ios_per_offset {
+                Some(n) => format!("--rw={}:{n}", self.rw.as_str()),
+                None => format!("--rw={}", self.rw.as_str()),
+            },
             format!("--bs={}", self.bs),
             format!("--size={}", self.size),
             format!("--runtime={runtime_ms}ms"),
@@ -128,6 +137,9 @@ impl FioJob {
             format!("--iodepth={}", self.iodepth),
             format!("--direct={}", u8::from(self.direct)),
         ];
+        if self.ios_per_offset.is_some() {
+            args.push("--rw_sequencer=sequential".to_string());
+        }
         if let Some(mix) = self.rwmixread {
             args.push(format!("--rwmixread={mix}"));
         }

@@ -6,9 +6,10 @@
 //! The page cache never serves these bytes: edges are read with direct I/O too, so there is
 //! nothing to flush or invalidate.
 
+use crate::batch::window_end;
 use crate::batch::Slot;
 use crate::engine::{Cqe, Engine, Op};
-use crate::{AlignedBuf, Dir};
+use crate::{AlignedBuf, Dir, RwFlags};
 
 /// Writes what is left of `slot` by read-modify-write of its aligned window. Returns the
 /// caller's bytes written and the errno that stopped it, if any. `Err` means the engine failed.
@@ -19,24 +20,47 @@ pub(crate) fn rmw_write(
     let file = slot.file;
     let a = file.dio_align();
     let bs = a.offset as u64;
-    let offset = slot.offset;
     let len = slot.iter.len();
+    let size_now = || {
+        file.size()
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    };
+
+    let (_guard, size) = if slot.flags.contains(RwFlags::APPEND) {
+        // RWF_APPEND: the offset is the end of file, which only the whole-file lock holds
+        // still. The write itself then goes at that offset, without the flag.
+        let guard = file.locks.exclusive(0, u64::MAX);
+        match size_now() {
+            Ok(size) => {
+                slot.offset = size;
+                (guard, size)
+            }
+            Err(errno) => return Ok((0, Some(errno))),
+        }
+    } else {
+        let offset = slot.offset;
+        let end = window_end(offset + len as u64, bs);
+        let size = match size_now() {
+            Ok(s) => s,
+            Err(errno) => return Ok((0, Some(errno))),
+        };
+        // A window reaching past the end grows the file, then cuts it back: hold everything
+        // from its start on, so no other write or read past the end lands in between.
+        let lock_end = if end > size { u64::MAX } else { end };
+        let guard = file.locks.exclusive(offset / bs * bs, lock_end);
+        match size_now() {
+            Ok(size) => (guard, size),
+            Err(errno) => return Ok((0, Some(errno))),
+        }
+    };
+    let offset = slot.offset;
     let end_req = offset + len as u64;
     let start = offset / bs * bs;
-    let end = end_req.div_ceil(bs) * bs;
-
-    let size = match file.size() {
-        Ok(s) => s,
-        Err(e) => return Ok((0, Some(e.raw_os_error().unwrap_or(libc::EIO)))),
-    };
-    // A window reaching past the end grows the file, then cuts it back: hold everything from
-    // `start` on, so no other write past the end lands in between.
-    let lock_end = if end > size { u64::MAX } else { end };
-    let _guard = file.locks.exclusive(start, lock_end);
-    let size = match file.size() {
-        Ok(s) => s,
-        Err(e) => return Ok((0, Some(e.raw_os_error().unwrap_or(libc::EIO)))),
-    };
+    let end = window_end(end_req, bs);
+    if end < end_req {
+        // The aligned window would pass the largest file offset.
+        return Ok((0, Some(libc::EFBIG)));
+    }
 
     let window = (end - start) as usize;
     let mut buf = AlignedBuf::new(window, a.mem as usize);
@@ -100,7 +124,7 @@ fn slot_op(slot: &Slot<'_>, offset: u64, iov: &libc::iovec, dir: Dir, tag: u64) 
         nr_segs: 1,
         len: iov.iov_len,
         dir,
-        flags: slot.flags - crate::RwFlags::APPEND,
+        flags: slot.flags - RwFlags::APPEND,
         pool: None,
         tag,
     }

@@ -25,7 +25,15 @@ use crate::rangelock::RangeGuard;
 use crate::{align, AlignedBuf, Dir, File, IoIter, RwFlags};
 
 /// Largest file offset a request may reach (`loff_t` is signed).
-const MAX_OFFSET: u64 = i64::MAX as u64;
+pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
+
+/// The end of the aligned window around a request ending at `end`, for block size `bs`, kept
+/// at or below the largest offset a file can have.
+pub(crate) fn window_end(end: u64, bs: u64) -> u64 {
+    end.div_ceil(bs)
+        .saturating_mul(bs)
+        .min(MAX_OFFSET / bs * bs)
+}
 
 pub(crate) struct Slot<'a> {
     pub(crate) file: &'a File,
@@ -138,7 +146,8 @@ impl<'a> Batch<'a> {
                 continue;
             }
             let s = &mut self.slots[i];
-            if s.file.is_aligned_request(s.offset, &s.iter) {
+            let append = s.file.is_direct() && s.flags.contains(RwFlags::APPEND);
+            if s.file.is_aligned_request(s.offset, &s.iter) && !append {
                 s.plan_direct(&mut self.op_len, &mut ops);
             } else if s.iter.dir() == Dir::Dest {
                 s.plan_bounce(&mut self.op_len, &mut ops);
@@ -151,7 +160,7 @@ impl<'a> Batch<'a> {
         if ops.is_empty() {
             return Ok(());
         }
-        let _guards = self.lock_aligned_writes();
+        let _guards = self.lock_direct_ranges();
         for op in ops {
             // SAFETY: every iovec array and buffer behind `op` lives in `self.slots` (or is
             // borrowed by it for 'a) and is not touched until the completions are reaped
@@ -193,32 +202,27 @@ impl<'a> Batch<'a> {
         Ok(())
     }
 
-    /// Shared range locks over this round's direct writes, so no read-modify-write of an
-    /// unaligned edge elsewhere can interleave with them.
-    fn lock_aligned_writes(&self) -> Vec<RangeGuard<'a>> {
+    /// Shared range locks over this round's direct-I/O ranges, so no read-modify-write of an
+    /// unaligned edge can interleave with a write of the same block, and no read sees the
+    /// block-padded size an extending read-modify-write has for a moment.
+    fn lock_direct_ranges(&self) -> Vec<RangeGuard<'a>> {
         let mut guards = Vec::new();
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         let mut files: Vec<&'a File> = Vec::new();
-        for s in &self.slots {
-            if s.outcome.is_none()
-                && s.nr_ops > 0
-                && s.iter.dir() == Dir::Source
-                && s.file.is_direct()
-                && !files.iter().any(|f| f.id() == s.file.id())
-            {
+        let live = |s: &Slot<'a>| s.outcome.is_none() && s.nr_ops > 0 && s.file.is_direct();
+        for s in self.slots.iter().filter(|s| live(s)) {
+            if !files.iter().any(|f| f.id() == s.file.id()) {
                 files.push(s.file);
             }
         }
         for f in files {
             ranges.clear();
-            for s in &self.slots {
-                if s.outcome.is_none()
-                    && s.nr_ops > 0
-                    && s.iter.dir() == Dir::Source
-                    && s.file.id() == f.id()
-                {
-                    ranges.push((s.offset, s.offset + s.iter.len() as u64));
-                }
+            for s in self
+                .slots
+                .iter()
+                .filter(|s| live(s) && s.file.id() == f.id())
+            {
+                ranges.push((s.offset, s.offset + s.iter.len() as u64));
             }
             guards.push(f.locks.shared(&ranges));
         }
@@ -322,7 +326,13 @@ impl<'a> Slot<'a> {
         let a = self.file.dio_align();
         let bs = a.offset as u64;
         let start = self.offset / bs * bs;
-        let end = (self.offset + self.iter.len() as u64).div_ceil(bs) * bs;
+        let end = window_end(self.offset + self.iter.len() as u64, bs);
+        if end <= start {
+            // Nothing a file can hold lies in reach: end of file.
+            self.nr_ops = 0;
+            self.account(0, None);
+            return;
+        }
         let len = (end - start) as usize;
         let mut buf = AlignedBuf::new(len, a.mem as usize);
         self.iov.clear();
@@ -333,7 +343,9 @@ impl<'a> Slot<'a> {
         self.bounce = Some((start, buf));
         self.first_op = op_len.len();
         self.nr_ops = 1;
-        ops.push(self.op(op_len.len(), start, self.iov.as_ptr(), 1, len));
+        let mut op = self.op(op_len.len(), start, self.iov.as_ptr(), 1, len);
+        op.pool = None; // the bounce buffer is not pool memory
+        ops.push(op);
         op_len.push(len);
     }
 

@@ -49,12 +49,16 @@ pub enum Error {
         source: io::Error,
     },
     /// The file or kernel refused a per-call flag (`EOPNOTSUPP`).
-    #[error("{path}: flags {flag:?} refused by the file system or kernel", path = path.display())]
+    #[error("{path}: request {request} at offset {offset}: flags {flag:?} refused by the file system or kernel", path = path.display())]
     Unsupported {
         /// The flags of the refused call.
         flag: RwFlags,
         /// The file.
         path: Arc<Path>,
+        /// The request's index in its batch.
+        request: usize,
+        /// The file offset of the refused call.
+        offset: u64,
     },
     /// A request was malformed: empty, overflowing, or of the wrong direction for the file.
     #[error("{path}: request {request} at offset {offset}: {reason}", path = path.display())]

@@ -3,7 +3,6 @@
 //! once (the cached-iocb-flags idea) so no call recomputes them.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -176,7 +175,9 @@ impl File {
             (false, true) => OFlags::WRONLY,
             _ => OFlags::RDONLY,
         };
-        oflags |= OFlags::CLOEXEC;
+        // O_NONBLOCK so that opening a FIFO cannot hang; it is cleared once the file is known
+        // to be a regular file or block device.
+        oflags |= OFlags::CLOEXEC | OFlags::NONBLOCK;
         if opts.create {
             oflags |= OFlags::CREATE;
         }
@@ -184,43 +185,51 @@ impl File {
             oflags |= OFlags::TRUNC;
         }
         let mode = Mode::from_bits_truncate(0o644);
+        let not_regular = || {
+            rustix::fs::stat(path).is_ok_and(|st| {
+                let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                !matches!(
+                    t,
+                    rustix::fs::FileType::RegularFile | rustix::fs::FileType::BlockDevice
+                )
+            })
+        };
         let (fd, direct) = match opts.direct {
             Direct::Off => (
                 rustix::fs::open(path, oflags, mode).map_err(|e| open_err(e.into()))?,
                 false,
             ),
-            Direct::On => match rustix::fs::open(path, oflags | OFlags::DIRECT, mode) {
-                Ok(fd) => (fd, true),
-                Err(e) if e == rustix::io::Errno::INVAL => {
-                    return Err(Error::DirectRefused {
-                        path: shared,
-                        source: e.into(),
-                    })
+            Direct::On | Direct::Auto => {
+                match rustix::fs::open(path, oflags | OFlags::DIRECT, mode) {
+                    Ok(fd) => (fd, true),
+                    Err(e) if e == rustix::io::Errno::INVAL && not_regular() => {
+                        return Err(Error::NotRegular { path: shared })
+                    }
+                    Err(e) if e == rustix::io::Errno::INVAL && opts.direct == Direct::On => {
+                        return Err(Error::DirectRefused {
+                            path: shared,
+                            source: e.into(),
+                        })
+                    }
+                    Err(e) if e == rustix::io::Errno::INVAL => {
+                        tracing::info!(path = %path.display(), "O_DIRECT refused by the file system; using buffered I/O");
+                        (
+                            rustix::fs::open(path, oflags, mode).map_err(|e| open_err(e.into()))?,
+                            false,
+                        )
+                    }
+                    Err(e) => return Err(open_err(e.into())),
                 }
-                Err(e) => return Err(open_err(e.into())),
-            },
-            Direct::Auto => match rustix::fs::open(path, oflags | OFlags::DIRECT, mode) {
-                Ok(fd) => (fd, true),
-                Err(e) if e == rustix::io::Errno::INVAL => {
-                    tracing::info!(path = %path.display(), "O_DIRECT refused by the file system; using buffered I/O");
-                    (
-                        rustix::fs::open(path, oflags, mode).map_err(|e| open_err(e.into()))?,
-                        false,
-                    )
-                }
-                Err(e) => return Err(open_err(e.into())),
-            },
+            }
         };
-        let meta = std::fs::File::from(fd.try_clone().map_err(open_err)?)
-            .metadata()
-            .map_err(open_err)?;
-        let kind = if meta.file_type().is_file() {
-            FileKind::Regular
-        } else if meta.file_type().is_block_device() {
-            FileKind::Block
-        } else {
-            return Err(Error::NotRegular { path: shared });
+        let st = rustix::fs::fstat(&fd).map_err(|e| open_err(e.into()))?;
+        let kind = match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::RegularFile => FileKind::Regular,
+            rustix::fs::FileType::BlockDevice => FileKind::Block,
+            _ => return Err(Error::NotRegular { path: shared }),
         };
+        let status = rustix::fs::fcntl_getfl(&fd).map_err(|e| open_err(e.into()))?;
+        rustix::fs::fcntl_setfl(&fd, status - OFlags::NONBLOCK).map_err(|e| open_err(e.into()))?;
         let align = probe_alignment(fd.as_fd(), kind);
         let (offset_mask, mem_mask) = if direct {
             (align.offset as u64 - 1, align.mem as usize - 1)
@@ -290,7 +299,7 @@ impl File {
 
     /// Flags the kernel has refused on this file so far.
     pub fn refused_flags(&self) -> RwFlags {
-        RwFlags::from_bits_truncate(self.refused.load(Ordering::Relaxed))
+        RwFlags::from_bits_retain(self.refused.load(Ordering::Relaxed))
     }
 
     pub(crate) fn note_refused(&self, flags: RwFlags) {

@@ -55,6 +55,11 @@ impl File {
             return self.io_at_batch(iter, offset, flags);
         }
         match iter.single() {
+            Some((base, len)) if self.is_direct() => {
+                // As in Batch: no read-modify-write may interleave with this range.
+                let _guard = self.locks.shared(&[(offset, offset + len as u64)]);
+                self.single_at(iter.dir(), base, len, offset, flags)
+            }
             Some((base, len)) => self.single_at(iter.dir(), base, len, offset, flags),
             None => self.io_at_batch(iter, offset, flags),
         }
@@ -145,6 +150,8 @@ impl File {
             return Error::Unsupported {
                 flag: flags,
                 path: self.shared_path(),
+                request: index,
+                offset,
             };
         }
         Error::Io {

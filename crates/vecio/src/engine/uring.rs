@@ -21,6 +21,11 @@ pub struct UringOptions {
     pub fixed_files: u32,
     /// Registered-buffer slots for page pools; 0 turns registered buffers off.
     pub fixed_buffers: u32,
+    /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN`: completions are processed
+    /// only when this thread waits, with no interrupting task work. Only for an engine that
+    /// stays on the thread that created it (a ring per thread); from any other thread every
+    /// submission fails with `EEXIST`.
+    pub single_thread: bool,
 }
 
 impl Default for UringOptions {
@@ -29,6 +34,7 @@ impl Default for UringOptions {
             entries: 256,
             fixed_files: 64,
             fixed_buffers: 8,
+            single_thread: false,
         }
     }
 }
@@ -58,8 +64,13 @@ impl UringEngine {
             engine: "uring",
             source,
         };
-        let ring = IoUring::builder()
-            .setup_coop_taskrun()
+        let mut builder = IoUring::builder();
+        if opts.single_thread {
+            builder.setup_single_issuer().setup_defer_taskrun();
+        } else {
+            builder.setup_coop_taskrun();
+        }
+        let ring = builder
             .build(opts.entries)
             .or_else(|_| IoUring::new(opts.entries))
             .map_err(err)?;
@@ -149,7 +160,10 @@ impl UringEngine {
     fn entry(&mut self, op: &Op) -> squeue::Entry {
         let buf = self.buffer_index(op.pool);
         let slot = self.slot_for(op.file_id, op.fd);
-        let flags = op.flags.to_kernel();
+        // RWF_HIPRI asks for polled completion, which only an IOPOLL ring can give (others
+        // refuse it with EINVAL); on this ring the request completes by interrupt, as
+        // preadv2 does on a device without poll queues.
+        let flags = (op.flags - crate::RwFlags::HIPRI).to_kernel();
         macro_rules! build {
             ($fd:expr) => {{
                 let fd = $fd;
