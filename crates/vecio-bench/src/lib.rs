@@ -10,5 +10,8 @@ pub mod stats;
 pub mod system;
 pub mod table;
 
+pub mod cache;
 pub mod meta;
+pub mod nowait;
 pub mod writev;
+pub mod zipf;

@@ -127,9 +127,9 @@ pub fn mount_of(path: &Path) -> io::Result<Option<Mount>> {
     let mounts = parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo")?);
     let mut best: Option<Mount> = None;
     for m in mounts {
-        let longer = best.as_ref().is_none_or(|b| {
-            m.mount_point.as_os_str().len() >= b.mount_point.as_os_str().len()
-        });
+        let longer = best
+            .as_ref()
+            .is_none_or(|b| m.mount_point.as_os_str().len() >= b.mount_point.as_os_str().len());
         if path.starts_with(&m.mount_point) && longer {
             best = Some(m);
         }

@@ -63,7 +63,7 @@ impl Default for WritevOptions {
             repeat: 3,
             read_only: false,
             fio: true,
-            engines: EngineKind::ALL.to_vec(),
+            engines: vec![EngineKind::Serial, EngineKind::Sync, EngineKind::Uring],
         }
     }
 }

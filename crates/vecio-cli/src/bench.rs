@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
+use vecio_bench::nowait::{self, NowaitOptions};
 use vecio_bench::writev::{self, WritevOptions};
 
-use crate::cli::{AllArgs, Bench, WritevArgs};
+use crate::cli::{AllArgs, Bench, NowaitArgs, WritevArgs};
 
 /// Runs one `vecio bench` subcommand.
 pub fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Writev(a) => bench_writev(a),
+        Bench::Nowait(a) => bench_nowait(a),
         Bench::All(a) => bench_all(a),
     }
 }
@@ -49,10 +51,26 @@ fn bench_writev(a: WritevArgs) -> Result<()> {
     write_json(a.common.json.as_deref(), &report)
 }
 
+fn bench_nowait(a: NowaitArgs) -> Result<()> {
+    let opts = NowaitOptions {
+        dir: a.dir,
+        medium: a.medium,
+        large: a.size,
+        runtime: runtime(a.runtime)?,
+        repeat: a.repeat.max(1),
+        depth: a.depth.max(1),
+        threads: a.threads.max(1),
+    };
+    let report = nowait::run(&opts)?;
+    print!("{}", nowait::render(&report));
+    write_json(a.json.as_deref(), &report)
+}
+
 /// Everything `vecio bench all` measured.
 #[derive(Serialize)]
 struct AllReport {
     writev: writev::WritevReport,
+    nowait: nowait::NowaitReport,
     missing: Vec<&'static str>,
 }
 
@@ -69,12 +87,20 @@ fn bench_all(a: AllArgs) -> Result<()> {
     }
     let report = writev::run(&opts)?;
     print!("{}", writev::render(&report));
-    let missing = vec![
-        "nowait (seed 002)",
-        "callcost (seed 003)",
-        "loop (seed 001)",
-        "fuse (seed 004)",
-    ];
+    let mut now = NowaitOptions {
+        dir: a.dir.clone(),
+        ..NowaitOptions::default()
+    };
+    if a.quick {
+        now.medium = 64 << 20;
+        now.large = 256 << 20;
+        now.runtime = Duration::from_secs(1);
+        now.repeat = 1;
+    }
+    let nowait_report = nowait::run(&now)?;
+    println!();
+    print!("{}", nowait::render(&nowait_report));
+    let missing = vec!["callcost (seed 003)", "loop (seed 001)", "fuse (seed 004)"];
     println!(
         "\nNot yet measured by this version of vecio: {}",
         missing.join(", ")
@@ -83,6 +109,7 @@ fn bench_all(a: AllArgs) -> Result<()> {
         a.json.as_deref(),
         &AllReport {
             writev: report,
+            nowait: nowait_report,
             missing,
         },
     )

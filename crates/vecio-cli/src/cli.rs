@@ -28,6 +28,8 @@ pub enum Command {
 pub enum Bench {
     /// readv/writev rework (2002): 32 KiB = 8 x 4 KiB O_DIRECT requests, serial vs batched.
     Writev(WritevArgs),
+    /// preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool.
+    Nowait(NowaitArgs),
     /// Every experiment, one summary.
     All(AllArgs),
 }
@@ -88,4 +90,33 @@ pub struct AllArgs {
     /// Do not run fio beside vecio.
     #[arg(long)]
     pub no_fio: bool,
+}
+
+/// Options of `vecio bench nowait`.
+#[derive(Args, Debug, Clone)]
+pub struct NowaitArgs {
+    /// Directory for the three scratch files (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Size of each large file (f2 random uncached, f3 sequential).
+    #[arg(long, default_value = "2G", value_parser = parse_size)]
+    pub size: u64,
+    /// Size of the medium, mostly cached file (f1).
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    pub medium: u64,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 5.0)]
+    pub runtime: f64,
+    /// Repetitions.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Reads the event loop keeps in flight.
+    #[arg(long, default_value_t = 32)]
+    pub depth: usize,
+    /// Worker threads of the pool.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }

@@ -127,6 +127,7 @@ fn slot_op(slot: &Slot<'_>, offset: u64, iov: &libc::iovec, dir: Dir, tag: u64) 
         flags: slot.flags - RwFlags::APPEND,
         pool: None,
         tag,
+        fast: std::ptr::null(),
     }
 }
 

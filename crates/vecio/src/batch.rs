@@ -300,6 +300,7 @@ impl<'a> Slot<'a> {
             flags: self.flags,
             pool: self.iter.pool_id(),
             tag: tag as u64,
+            fast: self.file.fast_read_ptr(),
         }
     }
 

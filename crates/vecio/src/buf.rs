@@ -181,6 +181,11 @@ pub struct PoolBuf {
 }
 
 impl PoolBuf {
+    /// The id of the pool this chunk belongs to.
+    pub fn pool_id(&self) -> u64 {
+        self.region.id
+    }
+
     fn start(&self) -> *mut u8 {
         // SAFETY: index < count, so the chunk lies inside the region's allocation.
         unsafe {

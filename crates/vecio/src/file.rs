@@ -151,6 +151,7 @@ pub struct File {
     /// Flags the kernel refused on this file (`EOPNOTSUPP`), learned at run time.
     refused: AtomicU32,
     pub(crate) locks: RangeLock,
+    pub(crate) fast: crate::FastReadState,
 }
 
 impl File {
@@ -250,6 +251,7 @@ impl File {
             mem_mask,
             refused: AtomicU32::new(0),
             locks: RangeLock::default(),
+            fast: crate::FastReadState::default(),
         })
     }
 
@@ -333,6 +335,16 @@ impl File {
     /// Sets the file's length (`ftruncate(2)`).
     pub fn set_len(&self, len: u64) -> std::io::Result<()> {
         Ok(rustix::fs::ftruncate(&self.fd, len)?)
+    }
+
+    /// The fast-read state engines may use, or null for a direct file (a direct read always
+    /// waits for the device, so trying it inline would block the caller).
+    pub(crate) fn fast_read_ptr(&self) -> *const crate::FastReadState {
+        if self.direct {
+            std::ptr::null()
+        } else {
+            &self.fast
+        }
     }
 
     /// Path for error messages.

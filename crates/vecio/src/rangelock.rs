@@ -40,6 +40,23 @@ impl RangeLock {
         self.acquire(&[(start, end)], true)
     }
 
+    /// Holds every range in `ranges` shared until [`release`](Self::release) is called with
+    /// the returned ticket (for holders whose lifetime is not a scope, like queued requests).
+    pub(crate) fn shared_ticket(&self, ranges: &[(u64, u64)]) -> u64 {
+        let guard = self.acquire(ranges, false);
+        let id = guard.id;
+        std::mem::forget(guard);
+        id
+    }
+
+    /// Releases the ranges of a ticket from [`shared_ticket`](Self::shared_ticket).
+    pub(crate) fn release(&self, ticket: u64) {
+        drop(RangeGuard {
+            lock: self,
+            id: ticket,
+        });
+    }
+
     fn acquire(&self, ranges: &[(u64, u64)], exclusive: bool) -> RangeGuard<'_> {
         let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
         loop {

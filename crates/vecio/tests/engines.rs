@@ -59,6 +59,7 @@ fn aligned_direct_writev_readv_many_requests_per_batch() {
             EngineKind::Serial => assert_eq!(c.syscalls - before.syscalls, (REQS * NSEG) as u64),
             EngineKind::Sync => assert_eq!(c.syscalls - before.syscalls, REQS as u64),
             EngineKind::Uring => assert_eq!(c.syscalls - before.syscalls, 1),
+            EngineKind::Pool => assert_eq!(c.syscalls - before.syscalls, REQS as u64),
         }
         assert_eq!(c.ops - before.ops, REQS as u64, "{kind:?}: ops");
         assert_eq!(file.size().unwrap(), (REQS * REQ) as u64);

@@ -6,10 +6,13 @@
 //! - [`SyncEngine`]: one `preadv2`/`pwritev2` per operation, with its flags.
 //! - [`UringEngine`]: io_uring; everything queued goes to the kernel with one `io_uring_enter`
 //!   and is waited on as a whole, with fixed files and registered buffers.
+//! - [`PoolEngine`]: blocking calls on a fixed pool of worker threads, with the fast-read
+//!   policy in front (reads tried inline with `RWF_NOWAIT`, only what would block offloaded).
 //!
 //! Engines see [`Op`]s, already split to at most [`IOV_MAX`] segments and already aligned for
 //! direct I/O; [`Batch`](crate::Batch) does that work above them.
 
+mod pool;
 mod serial;
 mod sync;
 mod syscall;
@@ -18,6 +21,7 @@ mod uring;
 use std::io;
 use std::os::fd::RawFd;
 
+pub use pool::{PoolEngine, PoolOptions};
 pub use serial::SerialEngine;
 pub use sync::SyncEngine;
 pub use uring::{UringEngine, UringOptions};
@@ -50,6 +54,9 @@ pub struct Op {
     pub pool: Option<u64>,
     /// Caller's tag, returned with the completion.
     pub tag: u64,
+    /// The file's fast-read history, or null: engines with a fast-read policy try buffered
+    /// reads inline when it is set.
+    pub fast: *const crate::FastReadState,
 }
 
 // SAFETY: an Op is a description of memory its pusher guarantees stays valid (see
@@ -86,11 +93,18 @@ pub enum EngineKind {
     Sync,
     /// [`UringEngine`].
     Uring,
+    /// [`PoolEngine`] with the default (tracked) fast-read policy.
+    Pool,
 }
 
 impl EngineKind {
     /// Every kind, baseline first.
-    pub const ALL: [EngineKind; 3] = [EngineKind::Serial, EngineKind::Sync, EngineKind::Uring];
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Serial,
+        EngineKind::Sync,
+        EngineKind::Uring,
+        EngineKind::Pool,
+    ];
 
     /// The kind's name as used on command lines.
     pub fn name(self) -> &'static str {
@@ -98,6 +112,7 @@ impl EngineKind {
             EngineKind::Serial => "serial",
             EngineKind::Sync => "sync",
             EngineKind::Uring => "uring",
+            EngineKind::Pool => "pool",
         }
     }
 
@@ -107,6 +122,7 @@ impl EngineKind {
             EngineKind::Serial => Box::new(SerialEngine::new()),
             EngineKind::Sync => Box::new(SyncEngine::new()),
             EngineKind::Uring => Box::new(UringEngine::new(UringOptions::default())?),
+            EngineKind::Pool => Box::new(PoolEngine::new(PoolOptions::default())?),
         })
     }
 }
@@ -117,7 +133,7 @@ impl std::str::FromStr for EngineKind {
         EngineKind::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown engine {s:?} (serial, sync, uring)"))
+            .ok_or_else(|| format!("unknown engine {s:?} (serial, sync, uring, pool)"))
     }
 }
 
