@@ -197,6 +197,8 @@ pub struct FioFigures {
     pub sys_us_per_req: f64,
     /// Context switches per request.
     pub ctx_per_req: f64,
+    /// Throughput of each repetition, MB/s (paired with the engines' samples by index).
+    pub samples: Vec<f64>,
 }
 
 /// One row of the measured table.
@@ -224,12 +226,33 @@ impl RowFigures {
         self.engines.iter().find(|e| e.engine == kind.name())
     }
 
-    /// Median MB/s of `a` over median MB/s of `b`.
+    /// Median over the repetitions of `a`'s MB/s over `b`'s in the same repetition (paired
+    /// ratios cancel the drift of a shared machine between repetitions).
     pub fn ratio(&self, a: EngineKind, b: EngineKind) -> Option<f64> {
-        let (a, b) = (self.engine(a)?.mb_s.median, self.engine(b)?.mb_s.median);
-        (b > 0.0).then(|| a / b)
+        let a: Vec<f64> = self.engine(a)?.samples.iter().map(|s| s.mb_s).collect();
+        let b: Vec<f64> = self.engine(b)?.samples.iter().map(|s| s.mb_s).collect();
+        paired_median(&a, &b)
+    }
+
+    /// As [`ratio`](Self::ratio), an engine against a fio job.
+    pub fn ratio_to_fio(&self, a: EngineKind, fio: &Option<FioFigures>) -> Option<f64> {
+        let a: Vec<f64> = self.engine(a)?.samples.iter().map(|s| s.mb_s).collect();
+        paired_median(&a, &fio.as_ref()?.samples)
     }
 }
+
+/// Median of `a[i] / b[i]`.
+fn paired_median(a: &[f64], b: &[f64]) -> Option<f64> {
+    let r: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(_, &b)| b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect();
+    median(&r)
+}
+
+impl RowFigures {}
 
 /// Everything `vecio bench writev` measured.
 #[derive(Debug, Clone, Serialize)]
@@ -487,6 +510,7 @@ fn fio_figures(job: &str, results: &[crate::fio::FioResult]) -> Option<FioFigure
         mb_s: summary(&mb),
         sys_us_per_req: median(&sys).unwrap_or(0.0),
         ctx_per_req: median(&ctx).unwrap_or(0.0),
+        samples: mb,
     })
 }
 
@@ -510,7 +534,8 @@ pub fn render(report: &WritevReport) -> String {
     out += &format!(
         "readv/writev rework (seed 000): 32 KiB requests as 8 x 4 KiB segments, O_DIRECT, one at a time\n\
          {} on {} ({}), {} MiB covered, {:.1} s per measurement, {} repetition(s); {} UTC\n\
-         MB/s = 10^6 bytes/s, median of the repetitions, ± relative standard deviation\n\n",
+         MB/s = 10^6 bytes/s, median of the repetitions, ± relative standard deviation;\n\
+         ratios are medians of per-repetition ratios (both sides measured back to back)\n\n",
         m.file, m.fs, m.device, report.size >> 20, report.runtime_s, report.repeat, m.date_utc
     );
     let mut t = Table::new([
@@ -529,11 +554,7 @@ pub fn render(report: &WritevReport) -> String {
     for r in &report.rows {
         let eng = |k| r.engine(k).map_or("-".into(), |e| fmt_mb(&e.mb_s));
         let fio = |f: &Option<FioFigures>| f.as_ref().map_or("-".into(), |f| fmt_mb(&f.mb_s));
-        let vs_fio = |k: EngineKind, f: &Option<FioFigures>| {
-            let e = r.engine(k)?.mb_s.median;
-            let f = f.as_ref()?.mb_s.median;
-            (f > 0.0).then(|| e / f)
-        };
+        let vs_fio = |k: EngineKind, f: &Option<FioFigures>| r.ratio_to_fio(k, f);
         t.row([
             r.name.clone(),
             eng(Serial),
@@ -631,8 +652,7 @@ pub fn targets(report: &WritevReport) -> Vec<Target> {
         }
     }
     if let Some(f) = row(Row::RandomWritev) {
-        if let (Some(e), Some(fio)) = (f.engine(Serial), f.fio_4k.as_ref()) {
-            let ratio = e.mb_s.median / fio.mb_s.median;
+        if let Some(ratio) = f.ratio_to_fio(Serial, &f.fio_4k) {
             out.push(Target {
                 text: format!(
                     "random writev serial: {ratio:.2}x fio bs=4k psync (want within 10%)"

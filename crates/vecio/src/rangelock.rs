@@ -15,8 +15,17 @@ struct Held {
 /// Byte-range reader-writer lock (see the module docs).
 #[derive(Default)]
 pub(crate) struct RangeLock {
-    held: Mutex<(Vec<Held>, u64)>,
+    held: Mutex<State>,
     freed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    held: Vec<Held>,
+    last_id: u64,
+    /// Threads waiting on `freed`: a release wakes them only when there are any (a wake is a
+    /// system call, and on the aligned path nobody waits).
+    waiters: usize,
 }
 
 /// Releases its ranges when dropped.
@@ -61,18 +70,21 @@ impl RangeLock {
         let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             let blocked = ranges.iter().any(|&(s, e)| {
-                g.0.iter()
+                g.held
+                    .iter()
                     .any(|h| (exclusive || h.exclusive) && overlaps(h, s, e))
             });
             if !blocked {
                 break;
             }
+            g.waiters += 1;
             g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+            g.waiters -= 1;
         }
-        g.1 += 1;
-        let id = g.1;
+        g.last_id += 1;
+        let id = g.last_id;
         for &(start, end) in ranges {
-            g.0.push(Held {
+            g.held.push(Held {
                 start,
                 end,
                 exclusive,
@@ -86,9 +98,12 @@ impl RangeLock {
 impl Drop for RangeGuard<'_> {
     fn drop(&mut self) {
         let mut g = self.lock.held.lock().unwrap_or_else(|p| p.into_inner());
-        g.0.retain(|h| h.id != self.id);
+        g.held.retain(|h| h.id != self.id);
+        let wake = g.waiters > 0;
         drop(g);
-        self.lock.freed.notify_all();
+        if wake {
+            self.lock.freed.notify_all();
+        }
     }
 }
 
