@@ -11,6 +11,7 @@ pub mod system;
 pub mod table;
 
 pub mod cache;
+pub mod callcost;
 pub mod meta;
 pub mod nowait;
 pub mod writev;

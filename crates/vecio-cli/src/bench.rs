@@ -5,16 +5,19 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
+use vecio_bench::callcost::{self, CallcostOptions};
 use vecio_bench::nowait::{self, NowaitOptions};
 use vecio_bench::writev::{self, WritevOptions};
 
-use crate::cli::{AllArgs, Bench, NowaitArgs, WritevArgs};
+use crate::cli::{AllArgs, Bench, CallcostArgs, CallcostWorkerArgs, NowaitArgs, WritevArgs};
 
 /// Runs one `vecio bench` subcommand.
 pub fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Writev(a) => bench_writev(a),
         Bench::Nowait(a) => bench_nowait(a),
+        Bench::Callcost(a) => bench_callcost(a),
+        Bench::CallcostWorker(a) => callcost_worker(a),
         Bench::All(a) => bench_all(a),
     }
 }
@@ -66,11 +69,31 @@ fn bench_nowait(a: NowaitArgs) -> Result<()> {
     write_json(a.json.as_deref(), &report)
 }
 
+fn bench_callcost(a: CallcostArgs) -> Result<()> {
+    let opts = CallcostOptions {
+        dir: a.dir,
+        runtime: runtime(a.runtime)?,
+        repeat: a.repeat.max(1),
+        callgrind: !a.no_callgrind,
+    };
+    let exe = std::env::current_exe().ok();
+    let report = callcost::run(&opts, exe.as_deref())?;
+    print!("{}", callcost::render(&report));
+    write_json(a.json.as_deref(), &report)
+}
+
+fn callcost_worker(a: CallcostWorkerArgs) -> Result<()> {
+    let v = callcost::Variant::from_name(&a.variant)
+        .with_context(|| format!("unknown variant {:?}", a.variant))?;
+    callcost::run_calls(v, &a.file, a.calls)
+}
+
 /// Everything `vecio bench all` measured.
 #[derive(Serialize)]
 struct AllReport {
     writev: writev::WritevReport,
     nowait: nowait::NowaitReport,
+    callcost: callcost::CallcostReport,
     missing: Vec<&'static str>,
 }
 
@@ -100,7 +123,19 @@ fn bench_all(a: AllArgs) -> Result<()> {
     let nowait_report = nowait::run(&now)?;
     println!();
     print!("{}", nowait::render(&nowait_report));
-    let missing = vec!["callcost (seed 003)", "loop (seed 001)", "fuse (seed 004)"];
+    let mut cc = CallcostOptions {
+        dir: a.dir.clone(),
+        ..CallcostOptions::default()
+    };
+    if a.quick {
+        cc.runtime = Duration::from_millis(300);
+        cc.repeat = 3;
+    }
+    let exe = std::env::current_exe().ok();
+    let callcost_report = callcost::run(&cc, exe.as_deref())?;
+    println!();
+    print!("{}", callcost::render(&callcost_report));
+    let missing = vec!["loop (seed 001)", "fuse (seed 004)"];
     println!(
         "\nNot yet measured by this version of vecio: {}",
         missing.join(", ")
@@ -110,6 +145,7 @@ fn bench_all(a: AllArgs) -> Result<()> {
         &AllReport {
             writev: report,
             nowait: nowait_report,
+            callcost: callcost_report,
             missing,
         },
     )

@@ -30,6 +30,11 @@ pub enum Bench {
     Writev(WritevArgs),
     /// preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool.
     Nowait(NowaitArgs),
+    /// Expense of read_iter (2021): cost per call of a cached 4 KiB read, raw and through vecio.
+    Callcost(CallcostArgs),
+    /// Runs N calls of one callcost variant (what callgrind counts); not for direct use.
+    #[command(hide = true)]
+    CallcostWorker(CallcostWorkerArgs),
     /// Every experiment, one summary.
     All(AllArgs),
 }
@@ -119,4 +124,37 @@ pub struct NowaitArgs {
     /// Write every figure to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+/// Options of `vecio bench callcost`.
+#[derive(Args, Debug, Clone)]
+pub struct CallcostArgs {
+    /// Directory for the scratch file (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 1.0)]
+    pub runtime: f64,
+    /// Repetitions.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    /// Do not count instructions with callgrind.
+    #[arg(long)]
+    pub no_callgrind: bool,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Options of the hidden `vecio bench callcost-worker`.
+#[derive(Args, Debug, Clone)]
+pub struct CallcostWorkerArgs {
+    /// Variant name, as `vecio bench callcost` prints it.
+    #[arg(long)]
+    pub variant: String,
+    /// Number of calls.
+    #[arg(long)]
+    pub calls: u64,
+    /// The page file.
+    pub file: PathBuf,
 }

@@ -152,6 +152,11 @@ pub struct File {
     refused: AtomicU32,
     pub(crate) locks: RangeLock,
     pub(crate) fast: crate::FastReadState,
+    /// Buffered, readable, no per-file flags: `read_at` is a bare `pread` (decided at open).
+    pub(crate) plain_read: bool,
+    /// Buffered, writable, no per-file flags: `write_at` is a bare `pwrite`.
+    pub(crate) plain_write: bool,
+    raw: RawFd,
 }
 
 impl File {
@@ -237,6 +242,7 @@ impl File {
         } else {
             (0, 0)
         };
+        let raw = fd.as_raw_fd();
         Ok(File {
             fd,
             path: shared,
@@ -252,6 +258,9 @@ impl File {
             refused: AtomicU32::new(0),
             locks: RangeLock::default(),
             fast: crate::FastReadState::default(),
+            plain_read: !direct && opts.read && opts.flags.is_empty(),
+            plain_write: !direct && opts.write && opts.flags.is_empty(),
+            raw,
         })
     }
 
@@ -345,6 +354,12 @@ impl File {
         } else {
             &self.fast
         }
+    }
+
+    /// The descriptor, cached so the hot path does not go through `OwnedFd`.
+    #[inline]
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.raw
     }
 
     /// Path for error messages.

@@ -4,35 +4,87 @@
 
 use std::io::{IoSlice, IoSliceMut};
 
-use crate::engine::SyncEngine;
+use crate::batch::MAX_OFFSET;
+use crate::engine::{SyncEngine, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
 use crate::{Batch, Dir, File, IoIter, RwFlags};
 
 impl File {
     /// Reads into `buf` at `offset` (`pread(2)`); returns bytes read, fewer only at end of file.
+    ///
+    /// On a buffered file opened for reading with no per-file flags (the plain case, decided
+    /// once at open), this is one bounds check, one `pread` and one compare: the single-buffer
+    /// call costs what the system call costs.
     #[inline]
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        if self.plain_read && !buf.is_empty() && offset <= MAX_OFFSET - buf.len() as u64 {
+            // SAFETY: buf is valid for writes of buf.len() bytes for the call.
+            let r = unsafe {
+                libc::pread(
+                    self.raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    offset as libc::off_t,
+                )
+            };
+            if r as usize == buf.len() {
+                return Ok(buf.len());
+            }
+        }
         self.io_at(IoIter::read_into(buf), offset, RwFlags::empty())
     }
 
-    /// Writes `buf` at `offset` (`pwrite(2)`); returns bytes written.
+    /// Writes `buf` at `offset` (`pwrite(2)`); returns bytes written. The plain case is one
+    /// `pwrite`, as for [`read_at`](Self::read_at).
     #[inline]
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
+        if self.plain_write && !buf.is_empty() && offset <= MAX_OFFSET - buf.len() as u64 {
+            // SAFETY: buf is valid for reads of buf.len() bytes for the call.
+            let r = unsafe {
+                libc::pwrite(
+                    self.raw_fd(),
+                    buf.as_ptr().cast(),
+                    buf.len(),
+                    offset as libc::off_t,
+                )
+            };
+            if r as usize == buf.len() {
+                return Ok(buf.len());
+            }
+            if r > 0 {
+                // Short write: resume the rest through the general path.
+                let n = r as usize;
+                return match self.write_at(&buf[n..], offset + n as u64) {
+                    Ok(m) => Ok(n + m),
+                    Err(_) => Ok(n),
+                };
+            }
+        }
         self.io_at(IoIter::write_from(buf), offset, RwFlags::empty())
     }
 
-    /// Reads into `bufs` at `offset` (`preadv2(2)`) with `flags`.
+    /// Reads into `bufs` at `offset` (`preadv2(2)`) with `flags`. One buffer and no flags
+    /// reduce to [`read_at`](Self::read_at).
+    #[inline]
     pub fn readv_at(
         &self,
         bufs: &mut [IoSliceMut<'_>],
         offset: u64,
         flags: RwFlags,
     ) -> Result<usize> {
+        if let ([one], true) = (&mut *bufs, flags.is_empty()) {
+            return self.read_at(one, offset);
+        }
         self.io_at(IoIter::readv_into(bufs), offset, flags)
     }
 
-    /// Writes `bufs` at `offset` (`pwritev2(2)`) with `flags`.
+    /// Writes `bufs` at `offset` (`pwritev2(2)`) with `flags`. One buffer and no flags reduce
+    /// to [`write_at`](Self::write_at).
+    #[inline]
     pub fn writev_at(&self, bufs: &[IoSlice<'_>], offset: u64, flags: RwFlags) -> Result<usize> {
+        if let ([one], true) = (bufs, flags.is_empty()) {
+            return self.write_at(one, offset);
+        }
         self.io_at(IoIter::writev_from(bufs), offset, flags)
     }
 
@@ -61,8 +113,53 @@ impl File {
                 self.single_at(iter.dir(), base, len, offset, flags)
             }
             Some((base, len)) => self.single_at(iter.dir(), base, len, offset, flags),
+            None if !self.is_direct() && iter.nr_segs() <= IOV_MAX => {
+                self.vectored_at(iter, offset, flags)
+            }
             None => self.io_at_batch(iter, offset, flags),
         }
+    }
+
+    /// Several buffers of a buffered file: one `preadv2`/`pwritev2` over the caller's own
+    /// iovec array per pass (no copy of it unless a short transfer trims it); short transfers
+    /// resumed.
+    fn vectored_at(&self, mut iter: IoIter<'_>, offset: u64, flags: RwFlags) -> Result<usize> {
+        let mut scratch = Vec::new();
+        let mut done = 0usize;
+        while !iter.is_empty() {
+            let at = offset + done as u64;
+            let iov = iter.iovecs(&mut scratch);
+            let op = crate::engine::Op {
+                fd: self.raw_fd(),
+                file_id: self.id(),
+                offset: at,
+                iov: iov.as_ptr(),
+                nr_segs: iov.len() as u32,
+                len: iter.len(),
+                dir: iter.dir(),
+                flags,
+                pool: None,
+                tag: 0,
+                fast: std::ptr::null(),
+            };
+            let r = crate::engine::syscall::vectored(&op);
+            if r < 0 {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(self.request_error(0, at, flags, -r as i32))
+                };
+            }
+            if r == 0 {
+                return match (iter.dir(), done) {
+                    (Dir::Source, 0) => Err(self.request_error(0, at, flags, libc::EIO)),
+                    _ => Ok(done),
+                };
+            }
+            iter.advance(r as usize);
+            done += r as usize;
+        }
+        Ok(done)
     }
 
     /// One buffer, one system call per pass; short transfers resumed.

@@ -15,7 +15,7 @@
 mod pool;
 mod serial;
 mod sync;
-mod syscall;
+pub(crate) mod syscall;
 mod uring;
 
 use std::io;
