@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use vecio::{Batch, Direct, Engine, EngineKind, File, IoIter, RwFlags};
+use vecio::engine::{PoolEngine, PoolOptions};
+use vecio::{
+    Batch, Direct, Engine, EngineKind, FastReadMode, FastReadPolicy, File, IoIter, RwFlags,
+};
 
 use crate::meta::RunMeta;
 use crate::progress::Phase;
@@ -52,11 +55,13 @@ pub enum BatchEngine {
     Uring,
     /// Pool engine with fast read (served inline: the page is cached).
     Pool,
+    /// Pool engine with fast read off: every read handed to a worker and back (the hand-off).
+    PoolOffload,
 }
 
 impl Variant {
     /// Every variant, floor first.
-    pub const ALL: [Variant; 9] = [
+    pub const ALL: [Variant; 10] = [
         Variant::RawPread,
         Variant::RawPreadv2,
         Variant::ReadAt,
@@ -66,6 +71,7 @@ impl Variant {
         Variant::Batch(BatchEngine::Sync),
         Variant::Batch(BatchEngine::Uring),
         Variant::Batch(BatchEngine::Pool),
+        Variant::Batch(BatchEngine::PoolOffload),
     ];
 
     /// Its name, on command lines and in tables.
@@ -80,6 +86,7 @@ impl Variant {
             Variant::Batch(BatchEngine::Sync) => "batch sync",
             Variant::Batch(BatchEngine::Uring) => "batch uring",
             Variant::Batch(BatchEngine::Pool) => "batch pool+fast read",
+            Variant::Batch(BatchEngine::PoolOffload) => "batch pool hand-off",
         }
     }
 
@@ -201,13 +208,16 @@ pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
             }
         }
         Variant::Batch(e) => {
-            let kind = match e {
-                BatchEngine::Serial => EngineKind::Serial,
-                BatchEngine::Sync => EngineKind::Sync,
-                BatchEngine::Uring => EngineKind::Uring,
-                BatchEngine::Pool => EngineKind::Pool,
+            let mut engine: Box<dyn Engine> = match e {
+                BatchEngine::Serial => EngineKind::Serial.build()?,
+                BatchEngine::Sync => EngineKind::Sync.build()?,
+                BatchEngine::Uring => EngineKind::Uring.build()?,
+                BatchEngine::Pool => EngineKind::Pool.build()?,
+                BatchEngine::PoolOffload => Box::new(PoolEngine::new(PoolOptions {
+                    fast_read: FastReadPolicy::with_mode(FastReadMode::Off),
+                    ..PoolOptions::default()
+                })?),
             };
-            let mut engine: Box<dyn Engine> = kind.build()?;
             let mut out = Vec::with_capacity(1);
             for _ in 0..calls {
                 out.clear();

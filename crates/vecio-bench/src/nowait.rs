@@ -170,7 +170,9 @@ pub struct Latency {
     pub p999_us: f64,
     /// Largest.
     pub max_us: f64,
-    /// Share of requests done within 10 µs (cached reads served inline), 0 to 1.
+    /// Share of requests done within 2 µs (the seed's bucket for reads served inline), 0 to 1.
+    pub under_2us: f64,
+    /// Share of requests done within 10 µs, 0 to 1.
     pub under_10us: f64,
 }
 
@@ -188,6 +190,7 @@ impl Latency {
             p99_us: us(h.value_at_quantile(0.99)),
             p999_us: us(h.value_at_quantile(0.999)),
             max_us: us(h.max()),
+            under_2us: h.count_between(0, 2_000) as f64 / h.len() as f64,
             under_10us: h.count_between(0, 10_000) as f64 / h.len() as f64,
         }
     }
@@ -640,6 +643,7 @@ pub fn render(r: &NowaitReport) -> String {
             "p99",
             "p99.9",
             "max",
+            "<2µs",
             "<10µs",
             "tried",
             "hit",
@@ -673,6 +677,7 @@ pub fn render(r: &NowaitReport) -> String {
                 format!("{:.1}", l.p99_us),
                 format!("{:.1}", l.p999_us),
                 format!("{:.0}", l.max_us),
+                format!("{:.0}%", l.under_2us * 100.0),
                 format!("{:.0}%", l.under_10us * 100.0),
                 f.attempts.to_string(),
                 hit,
