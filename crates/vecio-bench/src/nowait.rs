@@ -230,12 +230,23 @@ pub struct FastReadCounters {
 
 impl FastReadCounters {
     fn add(&mut self, s: &FastReadStats) {
-        self.attempts += s.attempts;
-        self.hits += s.hits;
-        self.partials += s.partials;
-        self.misses += s.misses;
-        self.offloads += s.offloads;
-        self.skipped += s.skipped;
+        self.add_counters(&FastReadCounters {
+            attempts: s.attempts,
+            hits: s.hits,
+            partials: s.partials,
+            misses: s.misses,
+            offloads: s.offloads,
+            skipped: s.skipped,
+        });
+    }
+
+    fn add_counters(&mut self, o: &FastReadCounters) {
+        self.attempts += o.attempts;
+        self.hits += o.hits;
+        self.partials += o.partials;
+        self.misses += o.misses;
+        self.offloads += o.offloads;
+        self.skipped += o.skipped;
     }
 }
 
@@ -390,12 +401,7 @@ fn merge(config: Config, runs: &[Run]) -> Cell {
         for i in 0..3 {
             let _ = per[i].add(&r.per_file[i]);
         }
-        fast.attempts += r.fast.attempts;
-        fast.hits += r.fast.hits;
-        fast.partials += r.fast.partials;
-        fast.misses += r.fast.misses;
-        fast.offloads += r.fast.offloads;
-        fast.skipped += r.fast.skipped;
+        fast.add_counters(&r.fast);
     }
     let mb: Vec<f64> = runs.iter().map(|r| r.mb_s).collect();
     Cell {
@@ -495,17 +501,10 @@ fn measure(
         })
     };
 
-    let mut all = histogram();
-    let mut per = [histogram(), histogram(), histogram()];
-    let mut inflight: Vec<Option<Inflight>> = (0..opts.depth).map(|_| None).collect();
+    let mut tally = Tally::new(opts.depth);
     let mut done: Vec<Completion> = Vec::new();
-    let mut spare: Vec<Vec<OwnedBuf>> = (0..opts.depth)
-        .map(|_| vec![OwnedBuf::Vec(vec![0u8; READ])])
-        .collect();
     let mut to_issue: Vec<usize> = (0..opts.depth).collect();
-    let mut bytes = 0u64;
     let t0 = Instant::now();
-    let mut result = Ok(());
     let mut issued = 0u64;
     'run: loop {
         while let Some(slot) = to_issue.pop() {
@@ -513,7 +512,6 @@ fn measure(
             // clock now and then, not only when waiting.
             issued += 1;
             if issued % 64 == 0 && t0.elapsed() >= opts.runtime {
-                to_issue.push(slot);
                 break 'run;
             }
             let file = w.pick(rng);
@@ -525,10 +523,11 @@ fn measure(
                     seq
                 }
             };
-            let bufs = spare
+            let bufs = tally
+                .spare
                 .pop()
                 .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
-            inflight[slot] = Some(Inflight {
+            tally.inflight[slot] = Some(Inflight {
                 start: Instant::now(),
                 file,
             });
@@ -539,40 +538,22 @@ fn measure(
                 RwFlags::empty(),
                 slot as u64,
             ) {
-                spare.push(b);
-                result = Err(e.into());
+                tally.spare.push(b);
+                tally.result = Err(e.into());
                 break 'run;
             }
             q.reap(&mut done);
-            account(
-                &mut done,
-                &mut inflight,
-                &mut all,
-                &mut per,
-                &mut bytes,
-                &mut to_issue,
-                &mut spare,
-                &mut result,
-            );
+            tally.take(&mut done, &mut to_issue);
         }
-        if t0.elapsed() >= opts.runtime || result.is_err() {
+        if t0.elapsed() >= opts.runtime || tally.result.is_err() {
             break;
         }
         if let Err(e) = q.submit_and_wait(1) {
-            result = Err(e.into());
+            tally.result = Err(e.into());
             break;
         }
         q.reap(&mut done);
-        account(
-            &mut done,
-            &mut inflight,
-            &mut all,
-            &mut per,
-            &mut bytes,
-            &mut to_issue,
-            &mut spare,
-            &mut result,
-        );
+        tally.take(&mut done, &mut to_issue);
     }
     let wall = t0.elapsed().as_secs_f64();
     let _ = q.submit_and_wait(q.len());
@@ -580,44 +561,60 @@ fn measure(
     drop(q);
     stop.store(true, Ordering::Relaxed);
     let _ = evictor.join();
-    result?;
+    tally.result?;
     let mut fast = FastReadCounters::default();
     for h in &handles {
         fast.add(&h.fast_read_stats(&c.policy()));
     }
     Ok(Run {
-        mb_s: bytes as f64 / wall / 1e6,
-        all,
-        per_file: per,
+        mb_s: tally.bytes as f64 / wall / 1e6,
+        all: tally.all,
+        per_file: tally.per,
         fast,
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn account(
-    done: &mut Vec<Completion>,
-    inflight: &mut [Option<Inflight>],
-    all: &mut Histogram<u64>,
-    per: &mut [Histogram<u64>; 3],
-    bytes: &mut u64,
-    to_issue: &mut Vec<usize>,
-    spare: &mut Vec<Vec<OwnedBuf>>,
-    result: &mut Result<()>,
-) {
-    let now = Instant::now();
-    for c in done.drain(..) {
-        let slot = c.user_data as usize;
-        if let Some(f) = inflight.get_mut(slot).and_then(Option::take) {
-            let ns = (now - f.start).as_nanos() as u64;
-            let _ = all.record(ns.max(1));
-            let _ = per[f.file].record(ns.max(1));
+/// What the event loop has seen: latencies, bytes, and the slots and buffers to reuse.
+struct Tally {
+    all: Histogram<u64>,
+    per: [Histogram<u64>; 3],
+    bytes: u64,
+    inflight: Vec<Option<Inflight>>,
+    spare: Vec<Vec<OwnedBuf>>,
+    result: Result<()>,
+}
+
+impl Tally {
+    fn new(depth: usize) -> Tally {
+        Tally {
+            all: histogram(),
+            per: [histogram(), histogram(), histogram()],
+            bytes: 0,
+            inflight: (0..depth).map(|_| None).collect(),
+            spare: (0..depth)
+                .map(|_| vec![OwnedBuf::Vec(vec![0u8; READ])])
+                .collect(),
+            result: Ok(()),
         }
-        match c.result {
-            Ok(n) => *bytes += n as u64,
-            Err(e) => *result = Err(e.into()),
+    }
+
+    /// Records each completion's latency and bytes; its slot goes back to `to_issue`.
+    fn take(&mut self, done: &mut Vec<Completion>, to_issue: &mut Vec<usize>) {
+        let now = Instant::now();
+        for c in done.drain(..) {
+            let slot = c.user_data as usize;
+            if let Some(f) = self.inflight.get_mut(slot).and_then(Option::take) {
+                let ns = ((now - f.start).as_nanos() as u64).max(1);
+                let _ = self.all.record(ns);
+                let _ = self.per[f.file].record(ns);
+            }
+            match c.result {
+                Ok(n) => self.bytes += n as u64,
+                Err(e) => self.result = Err(e.into()),
+            }
+            self.spare.push(c.bufs);
+            to_issue.push(slot);
         }
-        spare.push(c.bufs);
-        to_issue.push(slot);
     }
 }
 
