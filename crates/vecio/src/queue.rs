@@ -109,6 +109,8 @@ pub struct Queue {
     ready: Vec<Completion>,
     cqes: Vec<Cqe>,
     in_flight: usize,
+    /// iovec arrays of finished requests, for the next ones.
+    spare_iov: Vec<Vec<libc::iovec>>,
 }
 
 impl Queue {
@@ -121,6 +123,7 @@ impl Queue {
             ready: Vec::new(),
             cqes: Vec::new(),
             in_flight: 0,
+            spare_iov: Vec::new(),
         }
     }
 
@@ -173,17 +176,18 @@ impl Queue {
         user_data: u64,
     ) -> std::result::Result<(), (Error, Vec<OwnedBuf>)> {
         let flags = flags | file.base_flags();
-        let iov: Vec<libc::iovec> = bufs
-            .iter_mut()
-            .map(|b| {
-                let s = b.as_mut_slice();
-                libc::iovec {
+        // iovec arrays are recycled from finished requests: no allocation per request.
+        let mut iov = self.spare_iov.pop().unwrap_or_default();
+        iov.clear();
+        iov.extend(
+            bufs.iter_mut()
+                .map(OwnedBuf::as_mut_slice)
+                .filter(|s| !s.is_empty())
+                .map(|s| libc::iovec {
                     iov_base: s.as_mut_ptr().cast(),
                     iov_len: s.len(),
-                }
-            })
-            .filter(|v| v.iov_len > 0)
-            .collect();
+                }),
+        );
         let len: usize = iov.iter().map(|v| v.iov_len).sum();
         let invalid = |reason| Error::Invalid {
             path: file.shared_path(),
@@ -348,6 +352,7 @@ impl Queue {
     fn finish(&mut self, slot: usize, result: impl FnOnce(&InFlight) -> Result<usize>) {
         if let Some(f) = self.take(slot) {
             let result = result(&f);
+            self.spare_iov.push(f.iov);
             self.ready.push(Completion {
                 user_data: f.user_data,
                 result,
