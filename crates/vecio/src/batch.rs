@@ -61,6 +61,8 @@ pub struct Batch<'a> {
     op_len: Vec<usize>,
     op_res: Vec<i64>,
     cqes: Vec<Cqe>,
+    /// This round's ops (kept between rounds and runs for its allocation).
+    ops: Vec<Op>,
 }
 
 impl<'a> Batch<'a> {
@@ -140,7 +142,8 @@ impl<'a> Batch<'a> {
     /// read-modify-write), then everything is waited on and accounted.
     fn round(&mut self, engine: &mut dyn Engine) -> std::io::Result<()> {
         self.op_len.clear();
-        let mut ops: Vec<Op> = Vec::new();
+        let mut ops = std::mem::take(&mut self.ops);
+        ops.clear();
         for i in 0..self.slots.len() {
             if self.slots[i].outcome.is_some() {
                 continue;
@@ -158,10 +161,11 @@ impl<'a> Batch<'a> {
             }
         }
         if ops.is_empty() {
+            self.ops = ops;
             return Ok(());
         }
         let _guards = self.lock_direct_ranges();
-        for op in ops {
+        for &op in &ops {
             // SAFETY: every iovec array and buffer behind `op` lives in `self.slots` (or is
             // borrowed by it for 'a) and is not touched until the completions are reaped
             // below; on error, `drain` below waits for everything pushed before returning.
@@ -170,6 +174,7 @@ impl<'a> Batch<'a> {
                 return Err(e);
             }
         }
+        self.ops = ops;
         let n = self.op_len.len();
         self.op_res.clear();
         self.op_res.resize(n, i64::MIN);
