@@ -1,4 +1,4 @@
-//! The command line: `vecio bench ...`.
+//! The command line: `vecio bench ...`, `vecio nbd ...`.
 
 use std::path::PathBuf;
 
@@ -21,6 +21,8 @@ pub enum Command {
     /// Re-measure the source documents' tables on this machine.
     #[command(subcommand)]
     Bench(Bench),
+    /// Serve a file or block device over NBD (the user-space loop device).
+    Nbd(crate::nbd::NbdArgs),
 }
 
 /// The experiments.

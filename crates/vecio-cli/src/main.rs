@@ -2,6 +2,7 @@
 
 mod bench;
 mod cli;
+mod nbd;
 mod size;
 
 use clap::Parser;
@@ -17,6 +18,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Bench(b) => bench::run(b),
+        cli::Command::Nbd(a) => nbd::run(a),
     };
     if let Err(e) = result {
         eprintln!("vecio: {}", one_line(&e));

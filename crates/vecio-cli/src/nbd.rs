@@ -1,0 +1,148 @@
+//! `vecio nbd`: serves a file or block device over NBD until SIGINT or SIGTERM.
+//!
+//! Option names follow qemu-nbd where the meaning is the same (`--cache`, `--aio`, `-x`,
+//! `-D`, `-r`, `-e/--shared`, `-b`, `-p`, `--pid-file`); the Unix socket is `-U` as in nbdkit.
+//! Once listening, one line per socket goes to standard output with the URI a client uses
+//! (`nbd+unix:///?socket=...`, `nbd://ADDR:PORT`), after the pid file is written: either
+//! tells a script the server is ready. The server runs in the foreground and serves clients
+//! one after another until it is signalled; then it lets every connection finish what it has
+//! in flight, flushes the file and exits 0.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use vecio_nbd::{Cache, Export, ExportOptions, Server, ServerOptions};
+
+/// Options of `vecio nbd`.
+#[derive(Args, Debug, Clone)]
+pub struct NbdArgs {
+    /// File or block device to export.
+    pub file: PathBuf,
+    /// Unix socket to listen on. Default, when no -p is given either: FILE.sock.
+    #[arg(short = 'U', long = "socket")]
+    pub socket: Option<PathBuf>,
+    /// TCP port to listen on (0: any free port; the one chosen is printed).
+    #[arg(short = 'p', long)]
+    pub port: Option<u16>,
+    /// Address to listen on for TCP.
+    #[arg(short = 'b', long = "bind", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Export read-only: writes, trims and zeroing fail with EPERM.
+    #[arg(short = 'r', long)]
+    pub read_only: bool,
+    /// Connections served at once (0: no limit); more clients wait until one leaves.
+    #[arg(short = 'e', long, default_value_t = 16)]
+    pub shared: usize,
+    /// none: direct I/O (O_DIRECT), no page cache; writeback: buffered I/O.
+    #[arg(long, default_value = "none")]
+    pub cache: Cache,
+    /// I/O engine of each connection: uring, sync, pool (or serial, the baseline).
+    #[arg(long, default_value = "uring")]
+    pub aio: vecio::EngineKind,
+    /// Export name (clients may also ask for the default export, "").
+    #[arg(short = 'x', long, default_value = "")]
+    pub export_name: String,
+    /// Export description shown to clients.
+    #[arg(short = 'D', long, default_value = "")]
+    pub description: String,
+    /// Write the process id to this file once listening.
+    #[arg(long)]
+    pub pid_file: Option<PathBuf>,
+}
+
+/// Runs `vecio nbd`.
+pub fn run(a: NbdArgs) -> Result<()> {
+    let export = Export::open(
+        &a.file,
+        ExportOptions {
+            name: a.export_name.clone(),
+            description: a.description.clone(),
+            read_only: a.read_only,
+            cache: a.cache,
+        },
+    )?;
+    tracing::info!(
+        file = %a.file.display(),
+        size = export.size(),
+        direct = export.file().is_direct(),
+        align = export.file().dio_align().offset,
+        "export"
+    );
+    let mut server = Server::new(
+        export,
+        ServerOptions {
+            aio: a.aio,
+            shared: a.shared,
+        },
+    )?;
+    let socket = match (&a.socket, a.port) {
+        (Some(s), _) => Some(s.clone()),
+        (None, None) => {
+            let mut s = a.file.clone().into_os_string();
+            s.push(".sock");
+            Some(PathBuf::from(s))
+        }
+        (None, Some(_)) => None,
+    };
+    let name = uri_path(&a.export_name);
+    let mut lines = Vec::new();
+    if let Some(s) = &socket {
+        server.listen_unix(s)?;
+        lines.push(format!("nbd+unix://{name}?socket={}", s.display()));
+    }
+    if let Some(port) = a.port {
+        let at = server.listen_tcp(SocketAddr::new(a.bind, port))?;
+        let host = match at {
+            SocketAddr::V4(v) => v.ip().to_string(),
+            SocketAddr::V6(v) => format!("[{}]", v.ip()),
+        };
+        lines.push(format!("nbd://{host}:{}{name}", at.port()));
+    }
+    let stop = server.shutdown_handle();
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                tracing::info!(signal = sig, "stopping");
+                stop.trigger();
+            }
+        })
+        .context("starting the signal thread")?;
+    if let Some(p) = &a.pid_file {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        for l in &lines {
+            writeln!(out, "{l}")?;
+        }
+        out.flush()?;
+    }
+    let result = server.run();
+    if let Some(p) = &a.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(result?)
+}
+
+/// The path part of an NBD URI naming `export` ("/" + name, or "/" for the default).
+fn uri_path(export: &str) -> String {
+    let mut s = String::from("/");
+    for b in export.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}

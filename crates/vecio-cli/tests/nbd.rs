@@ -1,0 +1,244 @@
+//! `vecio nbd` as a user runs it: it prints where it listens, serves, survives `kill -9`
+//! with every flushed or FUA write in the file, replaces its own stale socket on restart,
+//! stops cleanly on SIGTERM (exit 0, socket and pid file removed), and refuses bad options
+//! with exit 2 and a missing file with exit 1.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use vecio_nbd::proto::{self, cmd, opt, rep, OptionHeader, Request};
+
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("vecio-nbd-cli-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// A server process, killed (SIGKILL) if a test ends without stopping it.
+struct Server(Option<Child>);
+
+impl Server {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("server running")
+    }
+
+    fn take(mut self) -> Child {
+        self.0.take().expect("server running")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Starts `vecio nbd` and waits for its first line (the URI), which it prints once listening.
+fn serve(dir: &Path, args: &[&str]) -> (Server, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("nbd")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("running vecio nbd");
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let server = Server(Some(child));
+    assert!(line.starts_with("nbd"), "first line: {line:?}");
+    (server, line.trim().to_string())
+}
+
+/// A minimal client: fixed newstyle, NBD_OPT_GO, simple replies.
+struct Client(UnixStream);
+
+impl Client {
+    fn connect(sock: &Path) -> Client {
+        let mut s = UnixStream::connect(sock).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut g = [0u8; 18];
+        s.read_exact(&mut g).unwrap();
+        assert_eq!(&g[..16], b"NBDMAGICIHAVEOPT");
+        s.write_all(&1u32.to_be_bytes()).unwrap();
+        let data = proto::encode_info_request("", &[]);
+        let h = OptionHeader {
+            option: opt::GO,
+            len: data.len() as u32,
+        };
+        s.write_all(&h.encode()).unwrap();
+        s.write_all(&data).unwrap();
+        loop {
+            let mut r = [0u8; 20];
+            s.read_exact(&mut r).unwrap();
+            let kind = u32::from_be_bytes(r[12..16].try_into().unwrap());
+            let len = u32::from_be_bytes(r[16..20].try_into().unwrap());
+            let mut d = vec![0u8; len as usize];
+            s.read_exact(&mut d).unwrap();
+            if kind == rep::ACK {
+                return Client(s);
+            }
+            assert_eq!(kind, rep::INFO);
+        }
+    }
+
+    fn request(&mut self, kind: u16, flags: u16, offset: u64, len: u32, payload: &[u8]) -> u32 {
+        let r = Request {
+            flags,
+            kind,
+            cookie: 5,
+            offset,
+            len,
+        };
+        self.0.write_all(&r.encode()).unwrap();
+        self.0.write_all(payload).unwrap();
+        let mut h = [0u8; 16];
+        self.0.read_exact(&mut h).unwrap();
+        assert_eq!(
+            u32::from_be_bytes(h[..4].try_into().unwrap()),
+            proto::SIMPLE_REPLY_MAGIC
+        );
+        u32::from_be_bytes(h[4..8].try_into().unwrap())
+    }
+
+    fn read(&mut self, offset: u64, len: u32) -> Vec<u8> {
+        assert_eq!(self.request(cmd::READ, 0, offset, len, &[]), 0);
+        let mut d = vec![0u8; len as usize];
+        self.0.read_exact(&mut d).unwrap();
+        d
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn sigterm(child: &Child) {
+    let ok = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn flushed_and_fua_writes_survive_kill_9_and_sigterm_stops_cleanly() {
+    let dir = scratch_dir();
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let sock = dir.path().join("s.sock");
+    let pid = dir.path().join("pid");
+    let args = [
+        "disk.img",
+        "-U",
+        "s.sock",
+        "--pid-file",
+        "pid",
+        "--cache=none",
+        "--aio=uring",
+    ];
+    let (mut child, uri) = serve(dir.path(), &args);
+    assert_eq!(uri, "nbd+unix:///?socket=s.sock");
+    let written = std::fs::read_to_string(&pid).unwrap();
+    assert_eq!(written.trim(), child.child().id().to_string());
+
+    let a = pattern(65536, 1);
+    let b = pattern(1000, 2);
+    let mut c = Client::connect(&sock);
+    assert_eq!(c.request(cmd::WRITE, 0, 4096, a.len() as u32, &a), 0);
+    assert_eq!(c.request(cmd::FLUSH, 0, 0, 0, &[]), 0);
+    // FUA on an unaligned write (the read-modify-write path).
+    let fua = proto::CmdFlags::FUA.bits();
+    assert_eq!(c.request(cmd::WRITE, fua, 1_000_001, b.len() as u32, &b), 0);
+    let mut killed = child.take();
+    killed.kill().unwrap(); // SIGKILL
+    killed.wait().unwrap();
+    drop(c);
+    let data = std::fs::read(&img).unwrap();
+    assert!(data[4096..4096 + a.len()] == a[..]);
+    assert!(data[1_000_001..1_001_001] == b[..]);
+    assert_eq!(data.len(), 8 << 20);
+
+    // Restart on the stale socket; the data reads back through NBD.
+    let _ = std::fs::remove_file(&pid);
+    let (child, _) = serve(dir.path(), &args);
+    let mut c = Client::connect(&sock);
+    assert!(c.read(4096, 65536) == a);
+    assert!(c.read(1_000_001, 1000) == b);
+    drop(c);
+    let child = child.take();
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert!(!sock.exists(), "socket left behind");
+    assert!(!pid.exists(), "pid file left behind");
+}
+
+#[test]
+fn tcp_port_0_prints_the_port_chosen() {
+    let dir = scratch_dir();
+    std::fs::File::create(dir.path().join("d.img"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let (child, uri) = serve(
+        dir.path(),
+        &["d.img", "-p", "0", "-x", "disk", "--cache=writeback", "-r"],
+    );
+    let rest = uri.strip_prefix("nbd://127.0.0.1:").expect(&uri);
+    let port: u16 = rest.strip_suffix("/disk").expect(&uri).parse().unwrap();
+    assert!(port > 0);
+    let info = Command::new("nbdinfo").arg("--json").arg(&uri).output();
+    match info {
+        Ok(o) if o.status.success() => {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(v["exports"][0]["export-size"], 1 << 20);
+            assert_eq!(v["exports"][0]["is_read_only"], true);
+        }
+        _ => eprintln!("SKIP nbdinfo part: nbdinfo is not installed"),
+    }
+    let mut child = child.take();
+    sigterm(&child);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn bad_options_exit_2_and_a_missing_file_exits_1() {
+    let dir = scratch_dir();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_vecio"))
+            .arg("nbd")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &[][..],
+        &["x.img", "--cache=sometimes"],
+        &["x.img", "--aio=magic"],
+        &["x.img", "-p", "notaport"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    let out = run(&["missing.img", "-U", "m.sock"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("missing.img"), "{err}");
+}

@@ -1,0 +1,551 @@
+//! One connection's transmission phase.
+//!
+//! The loop, on one thread with one [`vecio::Queue`] over its own engine:
+//!
+//! 1. read every request the socket has (non-blocking), validate it, and push reads and
+//!    writes to the queue; many stay in flight;
+//! 2. submit them all at once (one `io_uring_enter` on the uring engine);
+//! 3. reap completions and queue their replies, in completion order (replies carry the
+//!    client's cookie);
+//! 4. send replies with as few `writev` calls as the socket allows;
+//! 5. wait: on the I/O while anything is in flight, on the socket only when nothing is.
+//!
+//! The last rule matters beyond this connection: an aligned direct request in flight holds a
+//! shared range lock on the file that every connection shares, and another connection's
+//! unaligned write waits for it. Waiting only on the disk while requests are in flight keeps
+//! that wait bounded by the disk, never by a slow or stalled client. For the same reason the
+//! commands that block (flush, trim, write zeroes, block status, cache) and unaligned writes
+//! first drain this connection's queue.
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use vecio::{AlignedBuf, Completion, OwnedBuf, Queue, RwFlags};
+
+use crate::bufs::Buffers;
+use crate::check::{check, Limits};
+use crate::error::{Error, Malformed, Result};
+use crate::export::Export;
+use crate::handshake::Session;
+use crate::ops;
+use crate::proto::{self, cmd, errno, nbd_errno, CmdFlags, Request};
+use crate::recv::{Inbox, Msg, Recv};
+use crate::send::Outbox;
+use crate::stream::{wait, ShutdownHandle, Stream};
+
+/// Bytes of request buffers a connection may hold before it stops reading requests (one
+/// more request of up to the maximum payload may still be admitted).
+const HELD_LIMIT: usize = 32 << 20;
+/// Requests in flight per connection, at most.
+const MAX_IN_FLIGHT: usize = 128;
+/// How long replies may take to leave once the connection is closing.
+const CLOSE_GRACE: Duration = Duration::from_secs(10);
+
+/// Why the connection stops taking requests.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Closing {
+    /// `NBD_CMD_DISC`.
+    Disc,
+    /// The client closed its end (replies are still sent: it may only have shut down its
+    /// writing side).
+    Eof,
+    /// The client is gone: replies cannot be delivered.
+    Gone,
+    /// The client broke the protocol.
+    Violation(Malformed),
+    /// The server is shutting down.
+    Shutdown,
+}
+
+/// A request whose I/O is in flight.
+struct Pending {
+    req: Request,
+    /// Bytes of a write already done by earlier attempts.
+    done: u32,
+    retries: u8,
+}
+
+/// One client connection in transmission.
+pub(crate) struct Conn {
+    id: u64,
+    stream: Stream,
+    export: Arc<Export>,
+    session: Session,
+    limits: Limits,
+    shutdown: ShutdownHandle,
+    queue: Queue,
+    rx: Inbox,
+    tx: Outbox,
+    bufs: Buffers,
+    pending: Vec<Option<Pending>>,
+    free_slots: Vec<usize>,
+    in_flight: usize,
+    closing: Option<Closing>,
+    reaped: Vec<Completion>,
+    sent: Vec<AlignedBuf>,
+}
+
+impl Conn {
+    /// A connection over `stream`, after a handshake that agreed on `session`.
+    pub(crate) fn new(
+        id: u64,
+        stream: Stream,
+        export: Arc<Export>,
+        session: Session,
+        engine: vecio::EngineKind,
+        shutdown: ShutdownHandle,
+    ) -> Result<Self> {
+        let queue = Queue::new(engine.build()?);
+        let limits = Limits {
+            size: export.size(),
+            read_only: export.is_read_only(),
+            structured: session.structured,
+            meta: session.meta.is_some(),
+        };
+        let bufs = Buffers::new(export.buf_align());
+        Ok(Conn {
+            id,
+            stream,
+            export,
+            session,
+            limits,
+            shutdown,
+            queue,
+            rx: Inbox::new(),
+            tx: Outbox::default(),
+            bufs,
+            pending: Vec::new(),
+            free_slots: Vec::new(),
+            in_flight: 0,
+            closing: None,
+            reaped: Vec::new(),
+            sent: Vec::new(),
+        })
+    }
+
+    fn sock_err(&self, source: std::io::Error) -> Error {
+        Error::Socket {
+            conn: self.id,
+            source,
+        }
+    }
+
+    /// Serves requests until the client disconnects, breaks the protocol, or shutdown;
+    /// requests in flight are always finished and answered first.
+    pub(crate) fn serve(mut self) -> Result<()> {
+        self.stream
+            .set_nonblocking(true)
+            .map_err(|e| self.sock_err(e))?;
+        let mut closing_since: Option<Instant> = None;
+        let result = loop {
+            if let Err(e) = self.step() {
+                break Err(e);
+            }
+            if self.closing.is_some() && self.in_flight == 0 && self.tx.is_empty() {
+                break Ok(());
+            }
+            if self.in_flight > 0 {
+                if let Err(e) = self.wait_io() {
+                    break Err(e);
+                }
+                continue;
+            }
+            if let Some(c) = self.closing {
+                let since = *closing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > CLOSE_GRACE || c == Closing::Gone {
+                    break Ok(());
+                }
+            }
+            let read = self.closing.is_none() && (self.can_admit() || self.rx.in_payload());
+            let write = !self.tx.is_empty();
+            let timeout = self.closing.map(|_| Duration::from_millis(100));
+            match wait(self.stream.as_fd(), read, write, &self.shutdown, timeout) {
+                Ok(r) if r.shutdown && self.closing.is_none() => {
+                    self.closing = Some(Closing::Shutdown)
+                }
+                Ok(_) => {}
+                Err(e) => break Err(self.sock_err(e)),
+            }
+        };
+        match self.closing {
+            Some(Closing::Violation(reason)) => {
+                tracing::warn!(conn = self.id, "closing: {reason}");
+            }
+            Some(c) => tracing::debug!(conn = self.id, "closing: {c:?}"),
+            None => {}
+        }
+        self.stream.close();
+        result
+    }
+
+    /// One round: receive and dispatch, submit, reap, send.
+    fn step(&mut self) -> Result<()> {
+        if self.shutdown.is_triggered() && self.closing.is_none() {
+            self.closing = Some(Closing::Shutdown);
+        }
+        self.receive()?;
+        self.queue.submit()?;
+        self.complete()?;
+        self.send()
+    }
+
+    fn can_admit(&self) -> bool {
+        self.bufs.held() < HELD_LIMIT && self.in_flight < MAX_IN_FLIGHT
+    }
+
+    /// Reads and dispatches requests while the socket has them and limits allow.
+    fn receive(&mut self) -> Result<()> {
+        while self.closing.is_none() && (self.can_admit() || self.rx.in_payload()) {
+            let got = match self.rx.next(&mut self.stream) {
+                Ok(Ok(got)) => got,
+                Ok(Err(reason)) => {
+                    self.closing = Some(match reason {
+                        Malformed::Eof => Closing::Eof,
+                        r => Closing::Violation(r),
+                    });
+                    return Ok(());
+                }
+                Err(e) if is_disconnect(&e) => {
+                    self.closing = Some(Closing::Gone);
+                    return Ok(());
+                }
+                Err(e) => return Err(self.sock_err(e)),
+            };
+            match got {
+                Recv::Pending => return Ok(()),
+                Recv::Eof => {
+                    self.closing = Some(Closing::Eof);
+                    return Ok(());
+                }
+                Recv::Msg(Msg::Header(req)) => self.header(req)?,
+                Recv::Msg(Msg::Write(req, buf)) => self.write(req, buf)?,
+                Recv::Msg(Msg::Discarded(req, error)) => self.reply_error(&req, error),
+            }
+        }
+        Ok(())
+    }
+
+    /// A new request header.
+    fn header(&mut self, req: Request) -> Result<()> {
+        tracing::trace!(
+            conn = self.id,
+            cmd = proto::cmd_name(req.kind),
+            offset = req.offset,
+            len = req.len,
+            "request"
+        );
+        let verdict = check(&req, &self.limits);
+        if req.kind == cmd::WRITE && req.len > 0 {
+            match verdict {
+                Ok(()) => {
+                    let buf = self.bufs.get(req.len as usize);
+                    self.rx.start_payload(req, buf);
+                }
+                Err(e) => self.rx.start_discard(req, e),
+            }
+            return Ok(());
+        }
+        if let Err(e) = verdict {
+            self.reply_error(&req, e);
+            return Ok(());
+        }
+        match req.kind {
+            cmd::DISC => self.closing = Some(Closing::Disc),
+            cmd::READ if req.len == 0 => self.reply_ok(&req),
+            cmd::WRITE => self.reply_ok(&req),
+            cmd::READ => self.read(req),
+            _ => self.blocking(req)?,
+        }
+        Ok(())
+    }
+
+    fn slot(&mut self, req: Request, done: u32, retries: u8) -> usize {
+        let p = Pending { req, done, retries };
+        self.in_flight += 1;
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.pending[i] = Some(p);
+                i
+            }
+            None => {
+                self.pending.push(Some(p));
+                self.pending.len() - 1
+            }
+        }
+    }
+
+    fn unslot(&mut self, i: usize) -> Option<Pending> {
+        let p = self.pending.get_mut(i)?.take()?;
+        self.in_flight -= 1;
+        self.free_slots.push(i);
+        Some(p)
+    }
+
+    fn read(&mut self, req: Request) {
+        let buf = self.bufs.get(req.len as usize);
+        let slot = self.slot(req, 0, 0);
+        let file = self.export.file().clone();
+        let bufs = vec![OwnedBuf::Aligned(buf)];
+        if let Err((e, bufs)) =
+            self.queue
+                .push_read(&file, req.offset, bufs, RwFlags::empty(), slot as u64)
+        {
+            self.unslot(slot);
+            self.give_back(bufs);
+            self.reply_error(&req, vecio_errno(&e));
+        }
+    }
+
+    /// A write whose payload has arrived (at offset `done` into the request on a retry).
+    fn write(&mut self, req: Request, buf: AlignedBuf) -> Result<()> {
+        self.push_write(req, buf, 0, 0)
+    }
+
+    fn push_write(&mut self, req: Request, buf: AlignedBuf, done: u32, retries: u8) -> Result<()> {
+        let offset = req.offset + done as u64;
+        let aligned = self.export.is_aligned(offset, buf.len() as u64);
+        if !aligned {
+            // Served at once by read-modify-write: nothing of ours may hold range locks
+            // while it waits for its exclusive one, and no fallocate may run beside it.
+            self.drain()?;
+        }
+        let flags = if req.cmd_flags().contains(CmdFlags::FUA) {
+            RwFlags::DSYNC
+        } else {
+            RwFlags::empty()
+        };
+        let slot = self.slot(req, done, retries);
+        let file = self.export.file().clone();
+        let bufs = vec![OwnedBuf::Aligned(buf)];
+        let export = self.export.clone();
+        let _guard = (!aligned).then(|| export.rmw_guard());
+        if let Err((e, bufs)) = self
+            .queue
+            .push_write(&file, offset, bufs, flags, slot as u64)
+        {
+            self.unslot(slot);
+            self.give_back(bufs);
+            self.reply_error(&req, vecio_errno(&e));
+        }
+        Ok(())
+    }
+
+    /// Commands served by a blocking call, after this connection's I/O in flight is done.
+    fn blocking(&mut self, req: Request) -> Result<()> {
+        self.drain()?;
+        let (e, off, len, flags) = (&*self.export, req.offset, req.len as u64, req.cmd_flags());
+        let result = match req.kind {
+            cmd::FLUSH => ops::flush(e),
+            cmd::TRIM if len == 0 => Ok(()),
+            cmd::TRIM => ops::trim(e, off, len, flags),
+            cmd::WRITE_ZEROES if len == 0 => Ok(()),
+            cmd::WRITE_ZEROES => ops::write_zeroes(e, off, len, flags),
+            cmd::CACHE => ops::cache(e, off, len),
+            cmd::BLOCK_STATUS => {
+                match ops::block_status(e, off, req.len, flags.contains(CmdFlags::REQ_ONE)) {
+                    Ok(extents) => {
+                        let id = self.session.meta.unwrap_or(0);
+                        let mut out = Vec::with_capacity(24 + 8 * extents.len());
+                        proto::encode_block_status(&mut out, req.cookie, id, &extents);
+                        self.tx.push(&out, None);
+                        return Ok(());
+                    }
+                    Err(err) => Err(err),
+                }
+            }
+            _ => Err(errno::EINVAL),
+        };
+        match result {
+            Ok(()) => self.reply_ok(&req),
+            Err(err) => self.reply_error(&req, err),
+        }
+        Ok(())
+    }
+
+    /// Waits for at least one completion and handles what is ready.
+    fn wait_io(&mut self) -> Result<()> {
+        self.queue.submit_and_wait(1)?;
+        self.complete()
+    }
+
+    /// Finishes everything in flight.
+    fn drain(&mut self) -> Result<()> {
+        while self.in_flight > 0 {
+            self.queue.submit_and_wait(self.queue.len())?;
+            self.complete()?;
+        }
+        Ok(())
+    }
+
+    /// Turns every ready completion into a reply (or a retry of a short write).
+    fn complete(&mut self) -> Result<()> {
+        self.queue.reap(&mut self.reaped);
+        let reaped = std::mem::take(&mut self.reaped);
+        for c in reaped {
+            let Some(p) = self.unslot(c.user_data as usize) else {
+                self.give_back(c.bufs);
+                continue;
+            };
+            if p.req.kind == cmd::READ {
+                self.read_done(p, c);
+            } else {
+                self.write_done(p, c)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn read_done(&mut self, p: Pending, c: Completion) {
+        let mut bufs = c.bufs;
+        let buf = match bufs.pop() {
+            Some(OwnedBuf::Aligned(b)) => b,
+            other => {
+                self.give_back(other.into_iter().collect());
+                self.reply_error(&p.req, errno::EIO);
+                return;
+            }
+        };
+        match c.result {
+            Ok(n) => {
+                let mut buf = buf;
+                if n < buf.len() {
+                    // The file shrank under the export: what is gone reads as zeroes, as the
+                    // kernel's loop driver does for a short read.
+                    buf[n..].fill(0);
+                }
+                self.reply_read(&p.req, buf);
+            }
+            Err(e) => {
+                self.bufs.put(buf);
+                self.reply_error(&p.req, vecio_errno(&e));
+            }
+        }
+    }
+
+    fn write_done(&mut self, p: Pending, c: Completion) -> Result<()> {
+        let mut bufs = c.bufs;
+        let buf = match bufs.pop() {
+            Some(OwnedBuf::Aligned(b)) => b,
+            other => {
+                self.give_back(other.into_iter().collect());
+                self.reply_error(&p.req, errno::EIO);
+                return Ok(());
+            }
+        };
+        match c.result {
+            Ok(n) if n >= buf.len() => {
+                self.bufs.put(buf);
+                self.reply_ok(&p.req);
+            }
+            Ok(n) if p.retries < 4 => {
+                // A short write stopped by an error: send the rest again, which either
+                // finishes it or returns the error that stopped it.
+                let rest = &buf[n..];
+                let mut tail = self.bufs.get(rest.len());
+                tail.copy_from_slice(rest);
+                self.bufs.put(buf);
+                self.push_write(p.req, tail, p.done + n as u32, p.retries + 1)?;
+            }
+            Ok(_) => {
+                self.bufs.put(buf);
+                self.reply_error(&p.req, errno::EIO);
+            }
+            Err(e) => {
+                self.bufs.put(buf);
+                self.reply_error(&p.req, vecio_errno(&e));
+            }
+        }
+        Ok(())
+    }
+
+    fn give_back(&mut self, bufs: Vec<OwnedBuf>) {
+        for b in bufs {
+            if let OwnedBuf::Aligned(b) = b {
+                self.bufs.put(b);
+            }
+        }
+    }
+
+    fn send(&mut self) -> Result<()> {
+        let r = self.tx.send(&mut self.stream, &mut self.sent);
+        for b in self.sent.drain(..) {
+            self.bufs.put(b);
+        }
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if is_disconnect(&e) => {
+                // Nobody to answer: finish what is in flight, drop the replies.
+                self.closing = Some(Closing::Gone);
+                self.tx.clear(&mut self.sent);
+                for b in self.sent.drain(..) {
+                    self.bufs.put(b);
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.sock_err(e)),
+        }
+    }
+
+    fn reply_ok(&mut self, req: &Request) {
+        if self.closing == Some(Closing::Gone) {
+            return;
+        }
+        if req.kind == cmd::READ && self.session.structured {
+            self.tx.push(&proto::none_chunk(req.cookie), None);
+        } else {
+            self.tx.push(&proto::simple_reply(0, req.cookie), None);
+        }
+    }
+
+    fn reply_read(&mut self, req: &Request, buf: AlignedBuf) {
+        if self.closing == Some(Closing::Gone) {
+            self.bufs.put(buf);
+            return;
+        }
+        if self.session.structured {
+            let h = proto::offset_data_header(req.cookie, req.offset, req.len);
+            self.tx.push(&h, Some(buf));
+        } else {
+            self.tx.push(&proto::simple_reply(0, req.cookie), Some(buf));
+        }
+    }
+
+    fn reply_error(&mut self, req: &Request, error: u32) {
+        tracing::debug!(
+            conn = self.id,
+            cmd = proto::cmd_name(req.kind),
+            offset = req.offset,
+            len = req.len,
+            error,
+            "request failed"
+        );
+        if self.closing == Some(Closing::Gone) {
+            return;
+        }
+        if self.session.structured {
+            let mut out = Vec::with_capacity(64);
+            let msg = format!("{} failed", proto::cmd_name(req.kind));
+            proto::encode_error_chunk(&mut out, req.cookie, error, &msg);
+            self.tx.push(&out, None);
+        } else {
+            self.tx.push(&proto::simple_reply(error, req.cookie), None);
+        }
+    }
+}
+
+/// The NBD error for a vecio error.
+fn vecio_errno(e: &vecio::Error) -> u32 {
+    match e {
+        vecio::Error::Invalid { .. } => errno::EINVAL,
+        e => nbd_errno(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
+}
+
+fn is_disconnect(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        BrokenPipe | ConnectionReset | ConnectionAborted | UnexpectedEof | NotConnected
+    )
+}

@@ -1,0 +1,326 @@
+//! The fixed newstyle handshake: greeting, client flags, then options until the client
+//! chooses the export (`NBD_OPT_GO` or `NBD_OPT_EXPORT_NAME`) or leaves (`NBD_OPT_ABORT`).
+//!
+//! Supported: `EXPORT_NAME`, `ABORT`, `LIST`, `INFO`, `GO` (with `NBD_INFO_EXPORT`, `NAME`,
+//! `DESCRIPTION`, `BLOCK_SIZE`), `STRUCTURED_REPLY`, `LIST_META_CONTEXT` and
+//! `SET_META_CONTEXT` for `base:allocation`. `STARTTLS` is refused by policy (no TLS: the
+//! server listens on Unix sockets and loopback by default); anything else is
+//! `NBD_REP_ERR_UNSUP`. Once shutdown starts, options other than `ABORT` get
+//! `NBD_REP_ERR_SHUTDOWN`.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use crate::error::Malformed;
+use crate::export::Export;
+use crate::proto::{self, info, opt, rep, HandshakeFlags, OptionHeader, TransmissionFlags};
+use crate::stream::{wait, ShutdownHandle, Stream};
+
+/// Largest option data the server reads; longer data is skipped and answered
+/// `NBD_REP_ERR_TOO_BIG`.
+const MAX_OPTION_LEN: u32 = 64 << 10;
+/// The id of `base:allocation` in `NBD_REP_META_CONTEXT` replies.
+pub(crate) const BASE_ALLOCATION_ID: u32 = 1;
+/// The one metadata context this server has.
+pub(crate) const BASE_ALLOCATION: &str = "base:allocation";
+
+/// What a successful handshake agreed on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Session {
+    /// Structured replies were negotiated.
+    pub(crate) structured: bool,
+    /// `base:allocation` was selected (its context id).
+    pub(crate) meta: Option<u32>,
+    /// The transmission flags the client was given.
+    pub(crate) flags: TransmissionFlags,
+}
+
+/// How a handshake ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Transmission begins.
+    Go(Session),
+    /// The client left (`NBD_OPT_ABORT`, end of stream) or the server is shutting down.
+    Closed,
+}
+
+/// Why a handshake stopped early.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// The client broke the protocol.
+    Protocol(Malformed),
+    /// Socket I/O failed.
+    Io(std::io::Error),
+    /// The client left, or shutdown began while waiting for it.
+    Closed,
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Self {
+        Stop::Io(e)
+    }
+}
+
+/// How long a client may take over the whole handshake: an idle client must not hold one of
+/// the `--shared` connection slots for ever.
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Blocking reads and writes on the socket that give up when shutdown begins or the
+/// deadline passes.
+pub(crate) struct Wire<'a> {
+    pub(crate) stream: &'a mut Stream,
+    pub(crate) shutdown: &'a ShutdownHandle,
+    pub(crate) deadline: Instant,
+}
+
+impl Wire<'_> {
+    fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<(), Stop> {
+        use std::os::fd::AsFd;
+        while !buf.is_empty() {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Stop::Io(std::io::ErrorKind::TimedOut.into()));
+            }
+            let r = wait(self.stream.as_fd(), true, false, self.shutdown, Some(left))?;
+            if r.shutdown {
+                return Err(Stop::Closed);
+            }
+            if !r.readable {
+                continue;
+            }
+            match self.stream.read(buf) {
+                Ok(0) => return Err(Stop::Closed),
+                Ok(n) => buf = &mut buf[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(Stop::Io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn skip(&mut self, mut n: u64) -> Result<(), Stop> {
+        let mut scratch = [0u8; 4096];
+        while n > 0 {
+            let k = n.min(scratch.len() as u64) as usize;
+            self.read_exact(&mut scratch[..k])?;
+            n -= k as u64;
+        }
+        Ok(())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), Stop> {
+        self.stream.write_all(buf).map_err(Stop::Io)
+    }
+}
+
+/// Option state between options.
+struct State<'a> {
+    export: &'a Export,
+    structured: bool,
+    meta: bool,
+    out: Vec<u8>,
+}
+
+impl State<'_> {
+    fn reply(&mut self, option: u32, kind: u32, data: &[u8]) {
+        proto::encode_option_reply(&mut self.out, option, kind, data);
+    }
+
+    fn session(&self) -> Session {
+        Session {
+            structured: self.structured,
+            meta: self.meta.then_some(BASE_ALLOCATION_ID),
+            flags: self.export.flags(self.structured),
+        }
+    }
+
+    /// `NBD_OPT_INFO` and `NBD_OPT_GO`; true when the export was accepted.
+    fn info(&mut self, option: u32, data: &[u8]) -> bool {
+        let req = match proto::decode_info_request(data) {
+            Ok(r) => r,
+            Err(e) => {
+                self.reply(option, rep::ERR_INVALID, e.to_string().as_bytes());
+                return false;
+            }
+        };
+        if !self.export.answers_to(&req.name) {
+            self.reply(option, rep::ERR_UNKNOWN, b"no such export");
+            return false;
+        }
+        let e = self.export;
+        let flags = e.flags(self.structured);
+        self.reply(option, rep::INFO, &proto::info_export(e.size(), flags));
+        let (min, pref, max) = e.block_sizes();
+        self.reply(option, rep::INFO, &proto::info_block_size(min, pref, max));
+        if req.infos.contains(&info::NAME) {
+            self.reply(option, rep::INFO, &proto::info_string(info::NAME, e.name()));
+        }
+        if req.infos.contains(&info::DESCRIPTION) && !e.description().is_empty() {
+            let d = proto::info_string(info::DESCRIPTION, e.description());
+            self.reply(option, rep::INFO, &d);
+        }
+        self.reply(option, rep::ACK, &[]);
+        true
+    }
+
+    /// `NBD_OPT_LIST_META_CONTEXT` and `NBD_OPT_SET_META_CONTEXT`.
+    fn meta_context(&mut self, option: u32, data: &[u8]) {
+        let set = option == opt::SET_META_CONTEXT;
+        if set {
+            // Setting replaces the selection, even when it fails.
+            self.meta = false;
+            if !self.structured {
+                let msg = b"structured replies must be negotiated first";
+                self.reply(option, rep::ERR_INVALID, msg);
+                return;
+            }
+        }
+        let req = match proto::decode_meta_request(data) {
+            Ok(r) => r,
+            Err(e @ Malformed::TooManyQueries(_)) => {
+                self.reply(option, rep::ERR_TOO_BIG, e.to_string().as_bytes());
+                return;
+            }
+            Err(e) => {
+                self.reply(option, rep::ERR_INVALID, e.to_string().as_bytes());
+                return;
+            }
+        };
+        if !self.export.answers_to(&req.name) {
+            self.reply(option, rep::ERR_UNKNOWN, b"no such export");
+            return;
+        }
+        let found = if set {
+            req.queries.iter().any(|q| q == BASE_ALLOCATION)
+        } else {
+            req.queries.is_empty()
+                || req
+                    .queries
+                    .iter()
+                    .any(|q| q == BASE_ALLOCATION || q == "base:")
+        };
+        if found {
+            let id = if set { BASE_ALLOCATION_ID } else { 0 };
+            let d = proto::rep_meta_context(id, BASE_ALLOCATION);
+            self.reply(option, rep::META_CONTEXT, &d);
+        }
+        self.meta = set && found || (!set && self.meta);
+        self.reply(option, rep::ACK, &[]);
+    }
+}
+
+/// Runs the handshake on `wire` for `export`.
+pub(crate) fn negotiate(wire: &mut Wire<'_>, export: &Export) -> Result<Outcome, Stop> {
+    let hs = HandshakeFlags::FIXED_NEWSTYLE | HandshakeFlags::NO_ZEROES;
+    wire.write_all(&proto::greeting(hs))?;
+    let mut cf = [0u8; 4];
+    wire.read_exact(&mut cf)?;
+    let client = proto::decode_client_flags(cf).map_err(Stop::Protocol)?;
+    let no_zeroes = client.contains(proto::ClientFlags::NO_ZEROES);
+    let mut st = State {
+        export,
+        structured: false,
+        meta: false,
+        out: Vec::new(),
+    };
+    loop {
+        let mut h = [0u8; proto::OPTION_HEADER_LEN];
+        wire.read_exact(&mut h)?;
+        let h = OptionHeader::decode(&h).map_err(Stop::Protocol)?;
+        if h.len > MAX_OPTION_LEN {
+            wire.skip(h.len as u64)?;
+            if h.option == opt::EXPORT_NAME {
+                return Ok(Outcome::Closed);
+            }
+            st.reply(h.option, rep::ERR_TOO_BIG, b"option data too long");
+            wire.write_all(&std::mem::take(&mut st.out))?;
+            continue;
+        }
+        let mut data = vec![0u8; h.len as usize];
+        wire.read_exact(&mut data)?;
+        tracing::debug!(option = h.option, len = h.len, "option");
+        if wire.shutdown.is_triggered() && h.option != opt::ABORT {
+            if h.option == opt::EXPORT_NAME {
+                return Ok(Outcome::Closed);
+            }
+            st.reply(h.option, rep::ERR_SHUTDOWN, b"server shutting down");
+            wire.write_all(&std::mem::take(&mut st.out))?;
+            continue;
+        }
+        let outcome = option(&mut st, h.option, &data, no_zeroes);
+        wire.write_all(&std::mem::take(&mut st.out))?;
+        if let Some(o) = outcome {
+            return Ok(o);
+        }
+    }
+}
+
+/// Handles one option; `Some` ends the handshake.
+fn option(st: &mut State<'_>, option: u32, data: &[u8], no_zeroes: bool) -> Option<Outcome> {
+    let empty = data.is_empty();
+    match option {
+        opt::EXPORT_NAME => {
+            let name = std::str::from_utf8(data).unwrap_or("\0");
+            if !st.export.answers_to(name) {
+                // No error can be sent in reply to EXPORT_NAME: the session ends.
+                return Some(Outcome::Closed);
+            }
+            let flags = st.export.flags(st.structured);
+            st.out.extend(proto::encode_export_name_reply(
+                st.export.size(),
+                flags,
+                no_zeroes,
+            ));
+            Some(Outcome::Go(st.session()))
+        }
+        opt::ABORT => {
+            st.reply(option, rep::ACK, &[]);
+            Some(Outcome::Closed)
+        }
+        opt::LIST if !empty => {
+            st.reply(option, rep::ERR_INVALID, b"LIST takes no data");
+            None
+        }
+        opt::LIST => {
+            let d = proto::rep_server(st.export.name(), st.export.description());
+            st.reply(option, rep::SERVER, &d);
+            st.reply(option, rep::ACK, &[]);
+            None
+        }
+        opt::STARTTLS if !empty => {
+            st.reply(option, rep::ERR_INVALID, b"STARTTLS takes no data");
+            None
+        }
+        opt::STARTTLS => {
+            st.reply(
+                option,
+                rep::ERR_POLICY,
+                b"TLS is not offered by this server",
+            );
+            None
+        }
+        opt::INFO => {
+            st.info(option, data);
+            None
+        }
+        opt::GO => st.info(option, data).then(|| Outcome::Go(st.session())),
+        opt::STRUCTURED_REPLY if !empty => {
+            st.reply(option, rep::ERR_INVALID, b"STRUCTURED_REPLY takes no data");
+            None
+        }
+        opt::STRUCTURED_REPLY => {
+            st.structured = true;
+            st.reply(option, rep::ACK, &[]);
+            None
+        }
+        opt::LIST_META_CONTEXT | opt::SET_META_CONTEXT => {
+            st.meta_context(option, data);
+            None
+        }
+        _ => {
+            st.reply(option, rep::ERR_UNSUP, b"option not supported");
+            None
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! The commands that are not reads or writes: flush, trim, write zeroes, block status and
+//! cache. Each is a blocking call on the export; the connection drains its own requests in
+//! flight before it calls one (see `conn.rs`), so none runs while this connection holds range
+//! locks.
+//!
+//! Errors are NBD error values ([`crate::proto::errno`]).
+
+use rustix::fs::{FallocateFlags, SeekFrom};
+use rustix::io::Errno;
+
+use crate::export::{Cache, Export};
+use crate::proto::{errno, nbd_errno, AllocFlags, CmdFlags, Extent};
+
+/// Most extents one block-status reply carries (the protocol asks for at most 2^20).
+pub(crate) const MAX_EXTENTS: usize = 1 << 16;
+
+fn os(e: Errno) -> u32 {
+    nbd_errno(e.raw_os_error())
+}
+
+/// `NBD_CMD_FLUSH`: `fdatasync(2)` on the shared file, covering every connection's writes.
+pub(crate) fn flush(export: &Export) -> Result<(), u32> {
+    export
+        .flush()
+        .map_err(|e| nbd_errno(e.raw_os_error().unwrap_or(libc::EIO)))
+}
+
+/// `NBD_CMD_TRIM`: punches a hole (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). A trim is
+/// advisory: where the file system cannot punch, nothing is done and the trim succeeds.
+pub(crate) fn trim(export: &Export, offset: u64, len: u64, flags: CmdFlags) -> Result<(), u32> {
+    {
+        let _g = export.zero_guard();
+        match punch(export, offset, len) {
+            Ok(()) => {}
+            Err(e) if unsupported(e) => {}
+            Err(e) => return Err(os(e)),
+        }
+    }
+    if flags.contains(CmdFlags::FUA) {
+        flush(export)?;
+    }
+    Ok(())
+}
+
+/// `NBD_CMD_WRITE_ZEROES`. Without `NO_HOLE` the range is punched (it reads back as zeroes);
+/// with it, or where punching is refused, it is zeroed in place (`FALLOC_FL_ZERO_RANGE`), and
+/// where that is refused too, zeroes are written. With `FAST_ZERO`, the write fallback is not
+/// taken: the request fails with `NBD_ENOTSUP` before anything changes.
+pub(crate) fn write_zeroes(
+    export: &Export,
+    offset: u64,
+    len: u64,
+    flags: CmdFlags,
+) -> Result<(), u32> {
+    {
+        let _g = export.zero_guard();
+        let mut done = false;
+        if !flags.contains(CmdFlags::NO_HOLE) {
+            match punch(export, offset, len) {
+                Ok(()) => done = true,
+                Err(e) if unsupported(e) => {}
+                Err(e) => return Err(os(e)),
+            }
+        }
+        if !done {
+            let mode = FallocateFlags::ZERO_RANGE | FallocateFlags::KEEP_SIZE;
+            match rustix::fs::fallocate(export.file(), mode, offset, len) {
+                Ok(()) => done = true,
+                Err(e) if unsupported(e) => {}
+                Err(e) => return Err(os(e)),
+            }
+        }
+        if !done {
+            if flags.contains(CmdFlags::FAST_ZERO) {
+                return Err(errno::ENOTSUP);
+            }
+            write_zero_bytes(export, offset, len)?;
+        }
+    }
+    if flags.contains(CmdFlags::FUA) {
+        flush(export)?;
+    }
+    Ok(())
+}
+
+fn punch(export: &Export, offset: u64, len: u64) -> Result<(), Errno> {
+    let mode = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+    rustix::fs::fallocate(export.file(), mode, offset, len)
+}
+
+/// `fallocate` modes a file system or device may not have.
+fn unsupported(e: Errno) -> bool {
+    e == Errno::OPNOTSUPP || e == Errno::NOSYS || e == Errno::NODEV || e == Errno::INVAL
+}
+
+/// Writes zero bytes over the range through vecio (aligned chunks go straight to the file;
+/// unaligned edges are read-modify-written under vecio's range lock).
+fn write_zero_bytes(export: &Export, mut offset: u64, len: u64) -> Result<(), u32> {
+    let zeros = export.zeros();
+    let end = offset + len;
+    while offset < end {
+        let n = ((end - offset) as usize).min(zeros.len());
+        match export.file().write_at(&zeros[..n], offset) {
+            Ok(0) => return Err(errno::EIO),
+            Ok(w) => offset += w as u64,
+            Err(e) => return Err(nbd_errno(e.raw_os_error().unwrap_or(libc::EIO))),
+        }
+    }
+    Ok(())
+}
+
+/// `NBD_CMD_CACHE`: `posix_fadvise(WILLNEED)` for a buffered export. A direct export has no
+/// page cache to fill (filling it would be the double caching direct I/O exists to avoid),
+/// so the hint is accepted and does nothing.
+pub(crate) fn cache(export: &Export, offset: u64, len: u64) -> Result<(), u32> {
+    if export.cache() == Cache::Writeback {
+        let len = std::num::NonZeroU64::new(len);
+        // Advice only: a refusal changes nothing for the client.
+        let _ = rustix::fs::fadvise(export.file(), offset, len, rustix::fs::Advice::WillNeed);
+    }
+    Ok(())
+}
+
+/// `NBD_CMD_BLOCK_STATUS` for `base:allocation`: extents from `SEEK_DATA`/`SEEK_HOLE`, holes
+/// reported as `HOLE | ZERO`, data as 0. Where the file cannot tell, the whole range is
+/// reported as data (status 0 is always safe). With `one`, a single extent.
+pub(crate) fn block_status(
+    export: &Export,
+    offset: u64,
+    len: u32,
+    one: bool,
+) -> Result<Vec<Extent>, u32> {
+    let end = offset + len as u64;
+    let fd = export.file();
+    let mut out: Vec<Extent> = Vec::new();
+    let mut pos = offset;
+    while pos < end && out.len() < MAX_EXTENTS {
+        let (upto, flags) = match rustix::fs::seek(fd, SeekFrom::Data(pos)) {
+            Ok(data) if data > pos => (data, AllocFlags::HOLE | AllocFlags::ZERO),
+            Ok(_) => match rustix::fs::seek(fd, SeekFrom::Hole(pos)) {
+                Ok(hole) if hole > pos => (hole, AllocFlags::empty()),
+                _ => (end, AllocFlags::empty()),
+            },
+            // No data from here to the end of the file.
+            Err(Errno::NXIO) => (end, AllocFlags::HOLE | AllocFlags::ZERO),
+            Err(_) => (end, AllocFlags::empty()),
+        };
+        let upto = upto.min(end);
+        let n = (upto - pos) as u32;
+        match out.last_mut() {
+            Some(last) if last.flags == flags.bits() => last.len += n,
+            _ => out.push(Extent {
+                len: n,
+                flags: flags.bits(),
+            }),
+        }
+        pos = upto;
+        if one {
+            break;
+        }
+    }
+    if out.is_empty() {
+        out.push(Extent { len, flags: 0 });
+    }
+    if one {
+        out.truncate(1);
+    }
+    Ok(out)
+}

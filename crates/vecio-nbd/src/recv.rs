@@ -1,0 +1,189 @@
+//! Receiving requests on a non-blocking socket: request headers are cut out of a read buffer;
+//! a write's payload goes into its own aligned buffer (large payloads are read straight into
+//! it), or is skipped when the write is refused. Nothing here ever blocks, so a client that
+//! sends slowly holds only its own connection, never another's range locks.
+
+use std::io::{self, Read};
+
+use vecio::AlignedBuf;
+
+use crate::error::Malformed;
+use crate::proto::{Request, REQUEST_LEN};
+use crate::stream::Stream;
+
+/// Size of the read buffer request headers (and small payloads) arrive in.
+const INBUF: usize = 256 << 10;
+
+/// A message cut out of the byte stream.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    /// A request header. For a write with a payload, the caller must call
+    /// [`Inbox::start_payload`] or [`Inbox::start_discard`] before asking for the next message.
+    Header(Request),
+    /// A write and its whole payload.
+    Write(Request, AlignedBuf),
+    /// A refused write whose payload was skipped; the error to reply with.
+    Discarded(Request, u32),
+}
+
+/// What a receive attempt found.
+#[derive(Debug)]
+pub(crate) enum Recv {
+    /// A complete message.
+    Msg(Msg),
+    /// Nothing complete yet; the socket has no more bytes for now.
+    Pending,
+    /// The client closed the connection between requests.
+    Eof,
+}
+
+/// Where the stream is.
+enum State {
+    Header,
+    Payload {
+        req: Request,
+        buf: AlignedBuf,
+        filled: usize,
+    },
+    Discard {
+        req: Request,
+        left: u64,
+        error: u32,
+    },
+}
+
+/// The receiving side of a connection.
+pub(crate) struct Inbox {
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    state: State,
+}
+
+impl Inbox {
+    /// An empty inbox.
+    pub(crate) fn new() -> Self {
+        Inbox {
+            buf: vec![0u8; INBUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            state: State::Header,
+        }
+    }
+
+    /// Bytes received and not yet handed out as a message.
+    fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True while a write's payload is being received or skipped.
+    pub(crate) fn in_payload(&self) -> bool {
+        !matches!(self.state, State::Header)
+    }
+
+    /// True when a message was started and not finished.
+    fn mid_message(&self) -> bool {
+        !matches!(self.state, State::Header) || self.buffered() > 0
+    }
+
+    /// Receives the payload of the write `req` into `buf` (of exactly `req.len` bytes).
+    pub(crate) fn start_payload(&mut self, req: Request, buf: AlignedBuf) {
+        self.state = State::Payload {
+            req,
+            buf,
+            filled: 0,
+        };
+    }
+
+    /// Skips the payload of the refused write `req`, to be answered with `error`.
+    pub(crate) fn start_discard(&mut self, req: Request, error: u32) {
+        self.state = State::Discard {
+            req,
+            left: req.len as u64,
+            error,
+        };
+    }
+
+    /// Reads into the free end of the buffer; `Ok(0)` is the end of the stream.
+    fn fill(&mut self, stream: &mut Stream) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.start > 0 && self.buf.len() - self.end < REQUEST_LEN {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        loop {
+            match stream.read(&mut self.buf[self.end..]) {
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next complete message, reading from the socket as far as it has bytes.
+    /// A wrong request magic is a [`Malformed`] error (the stream cannot be resynchronised);
+    /// the end of the stream in the middle of a message is [`Malformed::Eof`].
+    pub(crate) fn next(&mut self, stream: &mut Stream) -> io::Result<Result<Recv, Malformed>> {
+        loop {
+            match &mut self.state {
+                State::Header => {
+                    if self.buffered() >= REQUEST_LEN {
+                        let mut h = [0u8; REQUEST_LEN];
+                        h.copy_from_slice(&self.buf[self.start..self.start + REQUEST_LEN]);
+                        self.start += REQUEST_LEN;
+                        return Ok(Request::decode(&h).map(|r| Recv::Msg(Msg::Header(r))));
+                    }
+                }
+                State::Payload { buf, filled, .. } => {
+                    let take = (buf.len() - *filled).min(self.end - self.start);
+                    buf[*filled..*filled + take]
+                        .copy_from_slice(&self.buf[self.start..self.start + take]);
+                    *filled += take;
+                    self.start += take;
+                    // Large remainders go straight into the payload buffer, not through ours.
+                    while *filled < buf.len() && buf.len() - *filled >= INBUF / 2 {
+                        match stream.read(&mut buf[*filled..]) {
+                            Ok(0) => return Ok(Err(Malformed::Eof)),
+                            Ok(n) => *filled += n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                return Ok(Ok(Recv::Pending))
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    if *filled == buf.len() {
+                        if let State::Payload { req, buf, .. } =
+                            std::mem::replace(&mut self.state, State::Header)
+                        {
+                            return Ok(Ok(Recv::Msg(Msg::Write(req, buf))));
+                        }
+                    }
+                }
+                State::Discard { req, left, error } => {
+                    let take = (*left).min((self.end - self.start) as u64) as usize;
+                    self.start += take;
+                    *left -= take as u64;
+                    if *left == 0 {
+                        let msg = Msg::Discarded(*req, *error);
+                        self.state = State::Header;
+                        return Ok(Ok(Recv::Msg(msg)));
+                    }
+                }
+            }
+            match self.fill(stream) {
+                Ok(0) if !self.mid_message() => return Ok(Ok(Recv::Eof)),
+                Ok(0) => return Ok(Err(Malformed::Eof)),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Ok(Recv::Pending)),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! `Server`: listening sockets (Unix and TCP), a thread per connection (each with its own
+//! engine, so its own io_uring), the connection limit, and the clean shutdown: stop
+//! accepting, let every connection finish and answer what it has in flight, then flush the
+//! file once more.
+//!
+//! ```no_run
+//! use vecio_nbd::{Export, ExportOptions, Server, ServerOptions};
+//! # fn main() -> vecio_nbd::Result<()> {
+//! let export = Export::open("disk.img", ExportOptions::default())?;
+//! let mut server = Server::new(export, ServerOptions::default())?;
+//! server.listen_unix("disk.sock")?;
+//! let stop = server.shutdown_handle();
+//! let t = std::thread::spawn(move || server.run());
+//! // ... clients connect to nbd+unix:///?socket=disk.sock ...
+//! stop.trigger();
+//! t.join().expect("server thread")?;
+//! # Ok(()) }
+//! ```
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+
+use crate::conn::Conn;
+use crate::error::{Error, Result};
+use crate::export::Export;
+use crate::handshake::{self, Outcome, Stop, Wire};
+use crate::stream::{ShutdownHandle, Stream};
+
+/// How a [`Server`] serves.
+#[derive(Copy, Clone, Debug)]
+pub struct ServerOptions {
+    /// The engine each connection builds for its I/O (`--aio`).
+    pub aio: vecio::EngineKind,
+    /// Connections served at once (`--shared`); further clients wait in the listen backlog
+    /// until one leaves. 0: no limit.
+    pub shared: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            aio: vecio::EngineKind::Uring,
+            shared: 16,
+        }
+    }
+}
+
+enum Listener {
+    Unix { l: UnixListener, path: PathBuf },
+    Tcp(TcpListener),
+}
+
+impl Listener {
+    fn accept(&self) -> io::Result<Stream> {
+        match self {
+            Listener::Unix { l, .. } => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Stream::Tcp(s)
+            }),
+        }
+    }
+
+    fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Listener::Unix { l, .. } => l.as_fd(),
+            Listener::Tcp(l) => l.as_fd(),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix { path, .. } = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// An NBD server of one [`Export`] (see the [module docs](self)).
+pub struct Server {
+    export: Arc<Export>,
+    opts: ServerOptions,
+    listeners: Vec<Listener>,
+    shutdown: ShutdownHandle,
+}
+
+impl Server {
+    /// A server of `export`, listening nowhere yet.
+    pub fn new(export: Export, opts: ServerOptions) -> Result<Self> {
+        let shutdown = ShutdownHandle::new().map_err(Error::Thread)?;
+        Ok(Server {
+            export: Arc::new(export),
+            opts,
+            listeners: Vec::new(),
+            shutdown,
+        })
+    }
+
+    /// The export.
+    pub fn export(&self) -> &Arc<Export> {
+        &self.export
+    }
+
+    /// A handle that stops [`run`](Self::run) from any thread (or a signal handler thread).
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.shutdown.clone()
+    }
+
+    /// Listens on the Unix socket `path` (`bind(2)`, `listen(2)`). A stale socket left by a
+    /// server that is gone is replaced; a live one, or a path that is not a socket, is
+    /// [`Error::SocketInUse`]. The socket file is removed when the server stops.
+    pub fn listen_unix(&mut self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            let stale = meta.file_type().is_socket() && UnixStream::connect(path).is_err();
+            if !stale {
+                return Err(Error::SocketInUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            let _ = std::fs::remove_file(path);
+        }
+        let listen_err = |source| Error::Listen {
+            addr: path.display().to_string(),
+            source,
+        };
+        let l = UnixListener::bind(path).map_err(listen_err)?;
+        l.set_nonblocking(true).map_err(listen_err)?;
+        self.listeners.push(Listener::Unix {
+            l,
+            path: path.to_path_buf(),
+        });
+        Ok(())
+    }
+
+    /// Listens on TCP `addr`; returns the address bound (with the port chosen when `addr`
+    /// has port 0).
+    pub fn listen_tcp(&mut self, addr: SocketAddr) -> Result<SocketAddr> {
+        let listen_err = |source| Error::Listen {
+            addr: addr.to_string(),
+            source,
+        };
+        let l = TcpListener::bind(addr).map_err(listen_err)?;
+        l.set_nonblocking(true).map_err(listen_err)?;
+        let local = l.local_addr().map_err(listen_err)?;
+        self.listeners.push(Listener::Tcp(l));
+        Ok(local)
+    }
+
+    /// Serves until the shutdown handle is triggered, then waits for every connection to
+    /// finish its requests in flight and flushes the file (`fdatasync`).
+    pub fn run(mut self) -> Result<()> {
+        if self.listeners.is_empty() {
+            return Err(Error::Config("no socket to listen on".into()));
+        }
+        let mut conns: Vec<JoinHandle<()>> = Vec::new();
+        let mut next_id = 0u64;
+        while !self.shutdown.is_triggered() {
+            conns.retain(|h| !h.is_finished());
+            let full = self.opts.shared > 0 && conns.len() >= self.opts.shared;
+            let ready = self.poll_listeners(full)?;
+            for i in ready {
+                loop {
+                    if self.opts.shared > 0 && conns.len() >= self.opts.shared {
+                        break;
+                    }
+                    let stream = match self.listeners[i].accept() {
+                        Ok(s) => s,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            // EMFILE, ECONNABORTED...: keep serving the others.
+                            tracing::warn!("accept: {e}");
+                            break;
+                        }
+                    };
+                    next_id += 1;
+                    conns.push(self.spawn(next_id, stream)?);
+                }
+            }
+        }
+        tracing::info!(connections = conns.len(), "shutting down");
+        // Stop accepting (and remove socket files) before waiting for the connections.
+        self.listeners.clear();
+        for h in conns {
+            let _ = h.join();
+        }
+        if !self.export.is_read_only() {
+            self.export.flush().map_err(|source| Error::Flush {
+                path: self.export.file().display_path(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Indices of listeners with a client waiting; when `full`, waits only for shutdown or a
+    /// short while (a connection may end meanwhile).
+    fn poll_listeners(&self, full: bool) -> Result<Vec<usize>> {
+        let sd = self.shutdown.fd();
+        let mut fds: Vec<PollFd<'_>> = vec![PollFd::from_borrowed_fd(sd, PollFlags::IN)];
+        if !full {
+            for l in &self.listeners {
+                fds.push(PollFd::from_borrowed_fd(l.fd(), PollFlags::IN));
+            }
+        }
+        // With a limit reached, or to notice finished connections, wake now and then.
+        let ts = Timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
+        let timeout = if full { Some(&ts) } else { None };
+        match rustix::event::poll(&mut fds, timeout) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                return Err(Error::Listen {
+                    addr: "poll".into(),
+                    source: e.into(),
+                })
+            }
+        }
+        Ok(fds
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, f)| !f.revents().is_empty())
+            .map(|(i, _)| i - 1)
+            .collect())
+    }
+
+    fn spawn(&self, id: u64, stream: Stream) -> Result<JoinHandle<()>> {
+        let export = self.export.clone();
+        let shutdown = self.shutdown.clone();
+        let aio = self.opts.aio;
+        std::thread::Builder::new()
+            .name(format!("nbd-conn-{id}"))
+            .spawn(move || connection(id, stream, export, aio, shutdown))
+            .map_err(Error::Thread)
+    }
+}
+
+/// One connection, from handshake to close. Errors end this connection only.
+fn connection(
+    id: u64,
+    mut stream: Stream,
+    export: Arc<Export>,
+    aio: vecio::EngineKind,
+    shutdown: ShutdownHandle,
+) {
+    let peer = stream.peer();
+    tracing::debug!(conn = id, %peer, "connected");
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
+    let outcome = {
+        let mut wire = Wire {
+            stream: &mut stream,
+            shutdown: &shutdown,
+            deadline: std::time::Instant::now() + handshake::HANDSHAKE_TIMEOUT,
+        };
+        handshake::negotiate(&mut wire, &export)
+    };
+    let session = match outcome {
+        Ok(Outcome::Go(s)) => s,
+        Ok(Outcome::Closed) | Err(Stop::Closed) => {
+            tracing::debug!(conn = id, "left during the handshake");
+            stream.close();
+            return;
+        }
+        Err(Stop::Protocol(reason)) => {
+            tracing::warn!(conn = id, %peer, "handshake: protocol violation: {reason}");
+            stream.close();
+            return;
+        }
+        Err(Stop::Io(e)) => {
+            tracing::debug!(conn = id, "handshake: {e}");
+            stream.close();
+            return;
+        }
+    };
+    tracing::debug!(conn = id, ?session, "transmission");
+    let result = Conn::new(id, stream, export, session, aio, shutdown).and_then(Conn::serve);
+    match result {
+        Ok(()) => tracing::debug!(conn = id, "closed"),
+        Err(e) => tracing::warn!("{e}"),
+    }
+}
