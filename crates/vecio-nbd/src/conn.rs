@@ -307,7 +307,7 @@ impl Conn {
         let aligned = self.export.is_aligned(offset, buf.len() as u64);
         if !aligned {
             // Served at once by read-modify-write: nothing of ours may hold range locks
-            // while it waits for its exclusive one, and no fallocate may run beside it.
+            // while it waits for its exclusive one.
             self.drain()?;
         }
         let flags = if req.cmd_flags().contains(CmdFlags::FUA) {
@@ -318,8 +318,6 @@ impl Conn {
         let slot = self.slot(req, done, retries);
         let file = self.export.file().clone();
         let bufs = vec![OwnedBuf::Aligned(buf)];
-        let export = self.export.clone();
-        let _guard = (!aligned).then(|| export.rmw_guard());
         if let Err((e, bufs)) = self
             .queue
             .push_write(&file, offset, bufs, flags, slot as u64)

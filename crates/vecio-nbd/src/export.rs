@@ -8,7 +8,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 use vecio::{AlignedBuf, Direct, File};
 
@@ -75,10 +75,6 @@ pub struct Export {
     size: u64,
     opts: ExportOptions,
     preferred: u32,
-    /// Held shared by unaligned direct writes (whose read-modify-write rewrites bytes beside
-    /// the request) and exclusive by `fallocate` (trim, write zeroes), so a zeroed range can
-    /// never be overwritten with the stale bytes a read-modify-write read before it.
-    zero_lock: RwLock<()>,
     zeros: AlignedBuf,
 }
 
@@ -127,7 +123,6 @@ impl Export {
             size,
             opts,
             preferred: preferred.min(MAX_PAYLOAD),
-            zero_lock: RwLock::new(()),
             zeros: AlignedBuf::new(ZERO_CHUNK, (align.mem as usize).max(vecio::PAGE_SIZE)),
         })
     }
@@ -208,16 +203,6 @@ impl Export {
     /// Memory alignment for request buffers (at least a page).
     pub(crate) fn buf_align(&self) -> usize {
         (self.file.dio_align().mem as usize).max(vecio::PAGE_SIZE)
-    }
-
-    /// Shared side of the zero lock, for an unaligned direct write.
-    pub(crate) fn rmw_guard(&self) -> RwLockReadGuard<'_, ()> {
-        self.zero_lock.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Exclusive side of the zero lock, for `fallocate`.
-    pub(crate) fn zero_guard(&self) -> RwLockWriteGuard<'_, ()> {
-        self.zero_lock.write().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A page-aligned buffer of zeroes.

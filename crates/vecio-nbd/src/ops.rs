@@ -5,7 +5,7 @@
 //!
 //! Errors are NBD error values ([`crate::proto::errno`]).
 
-use rustix::fs::{FallocateFlags, SeekFrom};
+use rustix::fs::SeekFrom;
 use rustix::io::Errno;
 
 use crate::export::{Cache, Export};
@@ -28,13 +28,10 @@ pub(crate) fn flush(export: &Export) -> Result<(), u32> {
 /// `NBD_CMD_TRIM`: punches a hole (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). A trim is
 /// advisory: where the file system cannot punch, nothing is done and the trim succeeds.
 pub(crate) fn trim(export: &Export, offset: u64, len: u64, flags: CmdFlags) -> Result<(), u32> {
-    {
-        let _g = export.zero_guard();
-        match punch(export, offset, len) {
-            Ok(()) => {}
-            Err(e) if unsupported(e) => {}
-            Err(e) => return Err(os(e)),
-        }
+    match punch(export, offset, len) {
+        Ok(()) => {}
+        Err(e) if unsupported(e) => {}
+        Err(e) => return Err(os(e)),
     }
     if flags.contains(CmdFlags::FUA) {
         flush(export)?;
@@ -53,7 +50,8 @@ pub(crate) fn write_zeroes(
     flags: CmdFlags,
 ) -> Result<(), u32> {
     {
-        let _g = export.zero_guard();
+        // vecio holds the blocks each fallocate touches exclusively, so no read-modify-write
+        // of an unaligned neighbour can write stale bytes back over them.
         let mut done = false;
         if !flags.contains(CmdFlags::NO_HOLE) {
             match punch(export, offset, len) {
@@ -63,8 +61,7 @@ pub(crate) fn write_zeroes(
             }
         }
         if !done {
-            let mode = FallocateFlags::ZERO_RANGE | FallocateFlags::KEEP_SIZE;
-            match rustix::fs::fallocate(export.file(), mode, offset, len) {
+            match export.file().zero_range(offset, len).map_err(io_errno) {
                 Ok(()) => done = true,
                 Err(e) if unsupported(e) => {}
                 Err(e) => return Err(os(e)),
@@ -84,8 +81,11 @@ pub(crate) fn write_zeroes(
 }
 
 fn punch(export: &Export, offset: u64, len: u64) -> Result<(), Errno> {
-    let mode = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
-    rustix::fs::fallocate(export.file(), mode, offset, len)
+    export.file().punch_hole(offset, len).map_err(io_errno)
+}
+
+fn io_errno(e: std::io::Error) -> Errno {
+    Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 /// `fallocate` modes a file system or device may not have.

@@ -22,6 +22,7 @@ mod flags;
 mod iter;
 mod queue;
 mod rangelock;
+mod space;
 mod threadpool;
 
 pub use batch::Batch;
