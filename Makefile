@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test run bench
+.PHONY: setup build test fuzz run bench
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -12,6 +12,15 @@ build:
 
 test: setup
 	$(CARGO) test --workspace --release
+	$(MAKE) fuzz FUZZ_SECONDS=30
+
+# The NBD request and option decoders under libFuzzer for a bounded time. cargo-fuzz comes from
+# crates.io; the stable toolchain builds the target (RUSTC_BOOTSTRAP for the -Z flags it passes,
+# no sanitizer: the decoders have no unsafe code, the fuzzer hunts panics and round-trip breaks).
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run nbd_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 
 # Every experiment, quick mode, on a scratch file in a temp dir on the current filesystem.
 run: setup
