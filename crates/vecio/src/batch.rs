@@ -165,22 +165,30 @@ impl<'a> Batch<'a> {
             return Ok(());
         }
         let _guards = self.lock_direct_ranges();
-        for &op in &ops {
-            // SAFETY: every iovec array and buffer behind `op` lives in `self.slots` (or is
-            // borrowed by it for 'a) and is not touched until the completions are reaped
-            // below; on error, `drain` below waits for everything pushed before returning.
-            if let Err(e) = unsafe { engine.push(op) } {
-                drain(engine, &mut self.cqes);
-                return Err(e);
-            }
-        }
-        self.ops = ops;
         let n = self.op_len.len();
         self.op_res.clear();
         self.op_res.resize(n, i64::MIN);
+        // Ops the engine refuses (a full pool under WhenFull::WouldBlock, say) are not run:
+        // they fail with the engine's errno, and everything pushed before them is waited on
+        // and accounted as usual, so no request that ran is reported as failed.
+        let mut pushed = 0;
+        for &op in &ops {
+            // SAFETY: every iovec array and buffer behind `op` lives in `self.slots` (or is
+            // borrowed by it for 'a) and is not touched until the completions are reaped
+            // below; on error, `drain` waits for everything pushed before returning.
+            if let Err(e) = unsafe { engine.push(op) } {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO) as i64;
+                for r in &mut self.op_res[pushed..] {
+                    *r = -errno;
+                }
+                break;
+            }
+            pushed += 1;
+        }
+        self.ops = ops;
         let mut got = 0;
-        while got < n {
-            if let Err(e) = engine.submit_and_wait(n - got) {
+        while got < pushed {
+            if let Err(e) = engine.submit_and_wait(pushed - got) {
                 drain(engine, &mut self.cqes);
                 return Err(e);
             }

@@ -144,25 +144,46 @@ impl FastReadStats {
     }
 }
 
+/// What the policy says of one read.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Try it inline.
+    Try,
+    /// Not this time: the file's hit ratio is low (counted as skipped).
+    Skip,
+    /// Never: the policy is off, or the file refuses `RWF_NOWAIT`.
+    Off,
+}
+
 impl FastReadState {
     /// Whether to try this read inline under `policy`.
     pub fn should_try(&self, policy: &FastReadPolicy) -> bool {
+        self.decide(policy) == Decision::Try
+    }
+
+    /// What `policy` says of this read; a skip is counted on the file.
+    pub fn decide(&self, policy: &FastReadPolicy) -> Decision {
         match policy.mode {
-            FastReadMode::Off => false,
-            _ if self.unsupported.load(Relaxed) => false,
-            FastReadMode::Always => true,
+            FastReadMode::Off => Decision::Off,
+            _ if self.unsupported.load(Relaxed) => Decision::Off,
+            FastReadMode::Always => Decision::Try,
             FastReadMode::Tracked => {
                 if self.ratio() >= policy.threshold {
-                    return true;
+                    return Decision::Try;
                 }
                 if self.since_probe.fetch_add(1, Relaxed) + 1 >= policy.reprobe_every {
                     self.since_probe.store(0, Relaxed);
-                    return true;
+                    return Decision::Try;
                 }
-                self.skipped.fetch_add(1, Relaxed);
-                false
+                self.note_skipped();
+                Decision::Skip
             }
         }
+    }
+
+    /// Counts a read not tried because of a low hit ratio.
+    pub fn note_skipped(&self) {
+        self.skipped.fetch_add(1, Relaxed);
     }
 
     /// Records the outcome of an attempt.
@@ -255,8 +276,9 @@ impl File {
             return Ok(Attempt::Skipped);
         }
         let want = iter.len();
+        let at_eof = |n: usize| self.size().is_ok_and(|size| offset + n as u64 >= size);
         match self.io_at(iter, offset, RwFlags::NOWAIT) {
-            Ok(n) if n == want || n == 0 => {
+            Ok(n) if n == want || n == 0 || at_eof(n) => {
                 state.record(Outcome::Hit, policy);
                 Ok(Attempt::Done(n))
             }

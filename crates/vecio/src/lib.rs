@@ -29,7 +29,9 @@ pub use batch::Batch;
 pub use buf::{AlignedBuf, PagePool, PoolBuf, PAGE_SIZE};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
-pub use fastread::{Attempt, FastReadMode, FastReadPolicy, FastReadState, FastReadStats, Outcome};
+pub use fastread::{
+    Attempt, Decision, FastReadMode, FastReadPolicy, FastReadState, FastReadStats, Outcome,
+};
 pub use file::{AlignSource, DioAlign, Direct, File, FileKind, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter, IterKind};

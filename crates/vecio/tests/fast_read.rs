@@ -6,8 +6,15 @@
 //! Cache states are set with `posix_fadvise(POSIX_FADV_DONTNEED)` after `fsync` and checked
 //! with `mincore` on a mapping of the file, so a test knows (rather than hopes) which pages are
 //! resident. On this kernel a `RWF_NOWAIT` read that misses returns `EAGAIN` *and* starts
-//! readahead of the range, so a range that just missed may be resident a moment later: tests
-//! that need a cold range make it cold (and check it) right before each read.
+//! readahead of the range. Two consequences shape these tests:
+//! - a range that just missed may become resident a moment later, and `mincore` does not see
+//!   a page whose read is still in flight: tests that need a range cold for certain use a file
+//!   no read has touched ([`cold_file`]);
+//! - the kernel looks at the page again after starting that readahead, so on a fast device a
+//!   "cold" read is now and then served inline. Tests that need a miss detect this and run
+//!   again on a fresh cold file ([`until_not_raced`]); the data is checked every time.
+//!
+//! The last four tests show library bugs (see their docs); they fail until those are fixed.
 
 mod common;
 
@@ -98,22 +105,60 @@ fn pages_in(file: &File, off: u64, len: u64) -> usize {
     (end.div_ceil(PAGE) - off / PAGE) as usize
 }
 
-/// Evicts the whole file and waits until no page of `off..off+len` is resident (readahead
-/// started by an earlier `RWF_NOWAIT` miss may still be bringing pages in).
+/// Evicts the whole file and waits until no page of `off..off+len` is resident, twice in a row
+/// 20 ms apart: readahead started by an earlier `RWF_NOWAIT` miss may still be bringing pages
+/// in, and `mincore` does not count a page until its read completes. Where a test needs a
+/// range that is cold for certain, it uses [`cold_file`], which no read has touched.
 fn make_cold(file: &File, off: u64, len: u64) {
     fsync(file);
+    let mut clean = 0;
     for _ in 0..400 {
         fadvise_dontneed(file, 0, 0);
         if resident_pages(file, off, len) == 0 {
-            return;
+            clean += 1;
+            if clean == 2 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        } else {
+            clean = 0;
+            std::thread::sleep(Duration::from_millis(5));
         }
-        std::thread::sleep(Duration::from_millis(5));
     }
     panic!(
         "{}: {} pages of {off}..+{len} stay resident after 400 evictions",
         file.path().display(),
         resident_pages(file, off, len)
     );
+}
+
+/// A file written, flushed and evicted, never read: no readahead can be in flight for it, so
+/// every page is cold until this test reads it.
+fn cold_file(dir: &Path, name: &str, seed: u16, size: u64) -> Arc<File> {
+    let file = pattern_file(dir, name, seed, size);
+    make_cold(&file, 0, size);
+    file
+}
+
+/// How many fresh cold files a test tries before concluding that cold reads are never missed.
+const RACE_TRIES: u32 = 5;
+
+/// Runs `try_once` (given the try number, for fresh file names) until it returns `Some`.
+///
+/// A `RWF_NOWAIT` read that misses starts readahead of the range before it gives up, and the
+/// kernel checks the page again after starting it: when that I/O completes first (a fast
+/// device, the thread preempted in between), the "cold" read is served inline. That is right,
+/// not a bug, but it makes "a cold read misses" true only most of the time. Tests that need a
+/// miss return `None` from `try_once` when they see this race (after checking the data) and
+/// run again on a fresh cold file.
+fn until_not_raced<T>(what: &str, mut try_once: impl FnMut(u32) -> Option<T>) -> T {
+    for k in 0..RACE_TRIES {
+        if let Some(v) = try_once(k) {
+            return v;
+        }
+        eprintln!("{what}: the readahead started by a NOWAIT miss won the race; again");
+    }
+    panic!("{what}: {RACE_TRIES} fresh cold files were all served inline: cold reads never miss")
 }
 
 /// Reads the whole file (blocking) and checks every page is resident.
@@ -196,7 +241,7 @@ impl Read {
 }
 
 #[derive(Copy, Clone, Debug)]
-enum Path3 {
+enum Route {
     BatchPool,
     QueuePool,
     Inline,
@@ -204,7 +249,7 @@ enum Path3 {
 
 /// Reads `reads` through `path`; returns each read's (bytes, buffer truncated to the bytes).
 fn read_through(
-    path: Path3,
+    path: Route,
     file: &Arc<File>,
     engine: &mut PoolEngine,
     queue: &mut Queue,
@@ -212,7 +257,7 @@ fn read_through(
     reads: &[Read],
 ) -> Vec<Vec<u8>> {
     match path {
-        Path3::BatchPool => {
+        Route::BatchPool => {
             let mut bufs: Vec<Vec<u8>> = reads.iter().map(|r| vec![0xEE; r.len()]).collect();
             let results = {
                 let mut slices: Vec<Vec<IoSliceMut<'_>>> = bufs
@@ -243,7 +288,7 @@ fn read_through(
                 })
                 .collect()
         }
-        Path3::QueuePool => {
+        Route::QueuePool => {
             for (i, r) in reads.iter().enumerate() {
                 let bufs = r
                     .segs
@@ -276,7 +321,7 @@ fn read_through(
                 })
                 .collect()
         }
-        Path3::Inline => reads
+        Route::Inline => reads
             .iter()
             .map(|r| {
                 let mut flat = vec![0xEE; r.len()];
@@ -371,7 +416,7 @@ fn every_path_returns_the_files_bytes_in_every_mode_and_cache_state() {
             CacheState::Evicted,
             CacheState::SecondHalfEvicted,
         ] {
-            for path in [Path3::BatchPool, Path3::QueuePool, Path3::Inline] {
+            for path in [Route::BatchPool, Route::QueuePool, Route::Inline] {
                 set_state(&file, state);
                 let got = read_through(path, &file, &mut engine, &mut queue, &pol, &reads);
                 for (r, data) in reads.iter().zip(&got) {
@@ -395,7 +440,15 @@ fn every_path_returns_the_files_bytes_in_every_mode_and_cache_state() {
             assert_eq!(st.attempts, 0, "Off never tries inline: {st:?}");
             assert_eq!(engine.fast_read_totals().attempts, 0);
         } else {
-            assert!(st.attempts > 0, "{mode:?} tries inline: {st:?}");
+            // Evicted state, first read of the batch: a miss for sure. Second half evicted:
+            // the read across the boundary is served in part (Always keeps trying).
+            assert!(st.misses >= 1, "{mode:?}: cold reads were tried: {st:?}");
+            if mode == FastReadMode::Always {
+                assert!(
+                    st.partials >= 1,
+                    "{mode:?}: half-cached reads were tried: {st:?}"
+                );
+            }
         }
     }
 }
@@ -436,7 +489,7 @@ fn a_warm_file_is_served_inline() {
         })
         .collect();
     let mut q = Queue::new(Box::new(pool(FastReadMode::Tracked)));
-    let got = read_through(Path3::BatchPool, &file, &mut engine, &mut q, &pol, &reads);
+    let got = read_through(Route::BatchPool, &file, &mut engine, &mut q, &pol, &reads);
     for (r, d) in reads.iter().zip(&got) {
         assert_eq!(d.len(), r.len());
         assert_pattern(d, SEED, r.off, "warm batch read");
@@ -459,7 +512,7 @@ fn a_warm_file_is_served_inline() {
     // Queue over a pool engine, on a fresh handle.
     let file = reopen(&path);
     warm(&file);
-    let got = read_through(Path3::QueuePool, &file, &mut engine, &mut q, &pol, &reads);
+    let got = read_through(Route::QueuePool, &file, &mut engine, &mut q, &pol, &reads);
     for (r, d) in reads.iter().zip(&got) {
         assert_pattern(d, SEED, r.off, "warm queued read");
     }
@@ -487,59 +540,70 @@ fn an_evicted_file_is_offloaded() {
     const SEED: u16 = 23;
     const SIZE: u64 = 4 << 20;
     let dir = tempdir();
-    let path = dir.path().join("cold");
-    drop(pattern_file(dir.path(), "cold", SEED, SIZE));
     for mode in [FastReadMode::Always, FastReadMode::Tracked] {
         let pol = policy(mode);
-        let mut engine = pool(mode);
         let mut q = Queue::new(Box::new(pool(mode)));
 
-        // One read of a cold file: exactly one miss, one offload.
-        let file = reopen(&path);
-        make_cold(&file, 0, SIZE);
-        let one = [Read::new(1 << 20, &[65536])];
-        let got = read_through(Path3::BatchPool, &file, &mut engine, &mut q, &pol, &one);
-        assert_pattern(&got[0], SEED, 1 << 20, "cold read");
-        assert_eq!(got[0].len(), 65536);
-        let st = file.fast_read_stats(&pol);
-        assert_eq!(
-            (st.attempts, st.hits, st.misses + st.partials, st.offloads),
-            (1, 0, 1, 1),
-            "{mode:?}: a cold read misses and is offloaded: {st:?}"
-        );
-        let t = engine.fast_read_totals();
-        assert!(t.offloads >= 1 && t.misses + t.partials >= 1, "{t:?}");
+        // One read of a cold file: exactly one miss, one offload (engine totals the same).
+        until_not_raced(&format!("{mode:?} one cold read"), |k| {
+            let mut engine = pool(mode);
+            let file = cold_file(dir.path(), &format!("one-{mode:?}-{k}"), SEED, SIZE);
+            let one = [Read::new(1 << 20, &[1 << 20])];
+            let got = read_through(Route::BatchPool, &file, &mut engine, &mut q, &pol, &one);
+            assert_eq!(got[0].len(), 1 << 20);
+            assert_pattern(&got[0], SEED, 1 << 20, "cold read");
+            let st = file.fast_read_stats(&pol);
+            assert_eq!(st.attempts, 1, "{st:?}");
+            assert_eq!(st.offloads, st.misses + st.partials, "{st:?}");
+            if st.misses == 0 {
+                return None;
+            }
+            assert_eq!(
+                (st.attempts, st.hits, st.misses, st.partials, st.offloads),
+                (1, 0, 1, 0, 1),
+                "{mode:?}: a cold read misses and is offloaded: {st:?}"
+            );
+            let t = engine.fast_read_totals();
+            assert_eq!((t.attempts, t.misses, t.offloads), (1, 1, 1), "{t:?}");
+            Some(())
+        });
 
-        // Many reads of a cold file in one batch, and through a queue: the first ones miss
-        // (later ones may find what the first ones' readahead brought in); all data right.
+        // Many reads of a cold file in one batch, and through a queue: the data is right, and
+        // what misses (or is served in part) is offloaded, exactly once.
         let reads: Vec<Read> = (0..8)
             .map(|i| Read::new(i * 512 * 1024 + 5, &[8000, 9000]))
             .collect();
-        for p in [Path3::BatchPool, Path3::QueuePool] {
-            let file = reopen(&path);
-            make_cold(&file, 0, SIZE);
-            let got = read_through(p, &file, &mut engine, &mut q, &pol, &reads);
-            for (r, d) in reads.iter().zip(&got) {
-                assert_eq!(d.len(), r.len());
-                assert_pattern(d, SEED, r.off, &format!("{mode:?} {p:?} cold read"));
-            }
-            let st = file.fast_read_stats(&pol);
-            assert!(
-                st.misses + st.partials >= 1 && st.offloads >= 1,
-                "{mode:?} {p:?}: cold reads miss and are offloaded: {st:?}"
-            );
-            assert_eq!(st.attempts, st.hits + st.partials + st.misses, "{st:?}");
+        for p in [Route::BatchPool, Route::QueuePool] {
+            until_not_raced(&format!("{mode:?} {p:?} cold reads"), |k| {
+                let mut engine = pool(mode);
+                let name = format!("many-{mode:?}-{p:?}-{k}");
+                let file = cold_file(dir.path(), &name, SEED, SIZE);
+                let got = read_through(p, &file, &mut engine, &mut q, &pol, &reads);
+                for (r, d) in reads.iter().zip(&got) {
+                    assert_eq!(d.len(), r.len());
+                    assert_pattern(d, SEED, r.off, &format!("{mode:?} {p:?} cold read"));
+                }
+                let st = file.fast_read_stats(&pol);
+                assert_eq!(st.attempts, reads.len() as u64, "{st:?}");
+                assert_eq!(st.attempts, st.hits + st.partials + st.misses, "{st:?}");
+                assert_eq!(st.offloads, st.misses + st.partials, "{st:?}");
+                (st.misses >= 1).then_some(())
+            });
         }
 
-        // try_read_inline on a cold range says so.
-        let file = reopen(&path);
-        make_cold(&file, 0, SIZE);
-        let mut buf = vec![0u8; 4096];
-        let a = file
-            .try_read_inline(IoIter::read_into(&mut buf), 2 << 20, &pol)
-            .unwrap();
-        assert_eq!(a, Attempt::WouldBlock, "{mode:?}");
-        assert_eq!(file.fast_read_stats(&pol).misses, 1);
+        // try_read_inline on a cold range says so; the data, read blocking, is right.
+        until_not_raced(&format!("{mode:?} try_read_inline cold"), |k| {
+            let file = cold_file(dir.path(), &format!("inline-{mode:?}-{k}"), SEED, SIZE);
+            let mut buf = vec![0u8; 1 << 20];
+            let a = file
+                .try_read_inline(IoIter::read_into(&mut buf), 2 << 20, &pol)
+                .unwrap();
+            assert_eq!(file.read_at(&mut buf, 2 << 20).unwrap(), 1 << 20);
+            assert_pattern(&buf, SEED, 2 << 20, "after an inline attempt");
+            (a == Attempt::WouldBlock).then(|| {
+                assert_eq!(file.fast_read_stats(&pol).misses, 1);
+            })
+        });
     }
 }
 
@@ -550,7 +614,8 @@ fn an_evicted_file_is_offloaded() {
 fn tmpfs_dir() -> Option<tempfile::TempDir> {
     let shm = Path::new("/dev/shm");
     let st = rustix::fs::statfs(shm).ok()?;
-    if st.f_type as i64 != libc::TMPFS_MAGIC as i64 {
+    // TMPFS_MAGIC, compared as the kernel's 32-bit magic whatever the width of f_type.
+    if st.f_type as u32 != 0x0102_1994 {
         return None;
     }
     tempfile::Builder::new()
@@ -579,7 +644,7 @@ fn eopnotsupp_on_tmpfs_turns_the_attempt_off_for_that_file() {
         let mut engine = pool(mode);
         let mut q = Queue::new(Box::new(pool(mode)));
         let mut total = 0u64;
-        for p in [Path3::BatchPool, Path3::QueuePool, Path3::Inline] {
+        for p in [Route::BatchPool, Route::QueuePool, Route::Inline] {
             let got = read_through(p, &file, &mut engine, &mut q, &pol, &reads);
             for (r, d) in reads.iter().zip(&got) {
                 assert_eq!(d.len(), expected_len(SIZE, r.off, r.len()));
@@ -601,7 +666,7 @@ fn eopnotsupp_on_tmpfs_turns_the_attempt_off_for_that_file() {
                 );
                 assert_eq!((st.hits, st.partials, st.misses), (0, 0, 0), "{st:?}");
             }
-            if !matches!(p, Path3::Inline) {
+            if !matches!(p, Route::Inline) {
                 // A read across end of file is resumed once (and finds end of file), so
                 // it may go to the pool twice.
                 let off = file.fast_read_stats(&pol).offloads;
@@ -624,14 +689,19 @@ fn eopnotsupp_on_tmpfs_turns_the_attempt_off_for_that_file() {
 // Tracking: stop trying on cold files, come back on warm ones
 // ---------------------------------------------------------------------------------------------
 
-/// Reads 4 KiB at `off` through a one-request batch on `engine` and checks the data.
-fn read_one(engine: &mut PoolEngine, file: &File, off: u64, seed: u16) {
-    let mut buf = vec![0u8; 4096];
+/// Reads `len` bytes at `off` through a one-request batch on `engine` and checks the data.
+fn read_one(engine: &mut PoolEngine, file: &File, off: u64, len: usize, seed: u16) {
+    let mut buf = vec![0u8; len];
     let mut batch = Batch::new();
     batch.push(file, off, IoIter::read_into(&mut buf), RwFlags::empty());
     let r = batch.run(engine).pop().unwrap();
-    assert_eq!(r.unwrap(), 4096);
+    assert_eq!(r.unwrap(), len);
     assert_pattern(&buf, seed, off, "tracked read");
+}
+
+/// True when a read of a cold range was served inline (see [`until_not_raced`]).
+fn raced(st: &FastReadStats) -> bool {
+    st.hits > 0 || st.partials > 0
 }
 
 /// A file that keeps missing stops being tried (only one read in `reprobe_every` is probed),
@@ -641,6 +711,7 @@ fn tracking_stops_trying_a_cold_file_and_comes_back_when_it_is_warm() {
     const SEED: u16 = 25;
     const SLOT: u64 = 256 * 1024;
     const SLOTS: u64 = 48;
+    const LEN: usize = 64 * 1024;
     const EVERY: u32 = 4;
     let pol = FastReadPolicy {
         mode: FastReadMode::Tracked,
@@ -650,94 +721,93 @@ fn tracking_stops_trying_a_cold_file_and_comes_back_when_it_is_warm() {
         writes: false,
     };
     let dir = tempdir();
-    let file = pattern_file(dir.path(), "tracked", SEED, SLOT * SLOTS);
-    let mut engine = pool_with(pol);
-    let mut slot = 0u64;
-    let mut next_off = || {
-        slot += 1;
-        assert!(slot < SLOTS, "test needs more slots");
-        slot * SLOT + 8192
-    };
+    until_not_raced("tracking", |k| {
+        // Every read goes to a slot no read has touched, made cold right before.
+        let file = cold_file(dir.path(), &format!("tracked-{k}"), SEED, SLOT * SLOTS);
+        let mut engine = pool_with(pol);
+        let mut slot = 0u64;
+        let mut cold_read = |engine: &mut PoolEngine| {
+            slot += 1;
+            assert!(slot < SLOTS, "test needs more slots");
+            let off = slot * SLOT + 8192;
+            make_cold(&file, off, LEN as u64);
+            read_one(engine, &file, off, LEN, SEED);
+        };
 
-    // Cold reads until tracking turns off: each one tried, each a miss.
-    let mut cold_reads = 0u64;
-    while !file.fast_read_stats(&pol).tracking_off {
-        let off = next_off();
-        make_cold(&file, off, 4096);
-        read_one(&mut engine, &file, off, SEED);
-        cold_reads += 1;
-        assert!(
-            cold_reads <= 10,
-            "tracking never turned off: {:?}",
-            file.fast_read_stats(&pol)
+        // Cold reads until tracking turns off: each one tried, each a miss, each offloaded.
+        let mut cold_reads = 0u64;
+        while !file.fast_read_stats(&pol).tracking_off {
+            cold_read(&mut engine);
+            cold_reads += 1;
+            let st = file.fast_read_stats(&pol);
+            if raced(&st) {
+                return None;
+            }
+            assert!(cold_reads <= 10, "tracking never turned off: {st:?}");
+        }
+        let st = file.fast_read_stats(&pol);
+        assert_eq!(
+            (st.attempts, st.misses, st.offloads, st.skipped),
+            (cold_reads, cold_reads, cold_reads, 0),
+            "every cold read tried, missed and offloaded: {st:?}"
         );
-    }
-    let st = file.fast_read_stats(&pol);
-    assert_eq!(
-        (st.attempts, st.hits, st.misses, st.offloads, st.skipped),
-        (cold_reads, 0, cold_reads, cold_reads, 0),
-        "every cold read tried, missed and offloaded: {st:?}"
-    );
-    assert!(cold_reads >= 2, "one miss is not enough to give up: {st:?}");
+        assert!(cold_reads >= 2, "one miss is not enough to give up: {st:?}");
 
-    // Still cold: only probes are tried.
-    let before = file.fast_read_stats(&pol);
-    let n = 4 * EVERY as u64;
-    for _ in 0..n {
-        let off = next_off();
-        make_cold(&file, off, 4096);
-        read_one(&mut engine, &file, off, SEED);
-    }
-    let st = file.fast_read_stats(&pol);
-    assert!(st.tracking_off, "{st:?}");
-    assert_eq!(
-        st.attempts - before.attempts,
-        n / EVERY as u64,
-        "one probe per reprobe_every reads: {st:?}"
-    );
-    assert_eq!(st.skipped - before.skipped, n - n / EVERY as u64, "{st:?}");
-    assert_eq!(
-        st.misses - before.misses,
-        n / EVERY as u64,
-        "probes of a cold file miss"
-    );
-    assert_eq!(
-        st.offloads - before.offloads,
-        n,
-        "every read offloaded: {st:?}"
-    );
-
-    // Warm: hits on probes bring the file back.
-    warm(&file);
-    let mut warm_reads = 0u64;
-    while file.fast_read_stats(&pol).tracking_off {
-        let off = next_off();
-        read_one(&mut engine, &file, off, SEED);
-        warm_reads += 1;
-        assert!(
-            warm_reads <= 4 * EVERY as u64,
-            "a warm file was not tried again: {:?}",
-            file.fast_read_stats(&pol)
+        // Still cold: only probes are tried; every read is offloaded.
+        let before = file.fast_read_stats(&pol);
+        let n = 4 * EVERY as u64;
+        for _ in 0..n {
+            cold_read(&mut engine);
+        }
+        let st = file.fast_read_stats(&pol);
+        if raced(&st) {
+            return None;
+        }
+        assert!(st.tracking_off, "{st:?}");
+        let probes = n / EVERY as u64;
+        assert_eq!(
+            (
+                st.attempts - before.attempts,
+                st.misses - before.misses,
+                st.skipped - before.skipped,
+                st.offloads - before.offloads
+            ),
+            (probes, probes, n - probes, n),
+            "one probe per reprobe_every reads, the rest skipped: {st:?}"
         );
-    }
-    let before = file.fast_read_stats(&pol);
-    assert!(before.hits >= 1, "probes of a warm file hit: {before:?}");
-    let n = 12u64;
-    for i in 0..n {
-        read_one(&mut engine, &file, (i + 1) * SLOT + 100, SEED);
-    }
-    let st = file.fast_read_stats(&pol);
-    assert!(!st.tracking_off, "{st:?}");
-    assert_eq!(
-        (
-            st.attempts - before.attempts,
-            st.hits - before.hits,
-            st.skipped - before.skipped,
-            st.offloads - before.offloads
-        ),
-        (n, n, 0, 0),
-        "back on: every read tried and served inline: {st:?}"
-    );
+
+        // Warm: hits on probes bring the file back.
+        warm(&file);
+        let mut warm_reads = 0u64;
+        while file.fast_read_stats(&pol).tracking_off {
+            warm_reads += 1;
+            read_one(&mut engine, &file, warm_reads * SLOT, LEN, SEED);
+            assert!(
+                warm_reads <= 4 * EVERY as u64,
+                "a warm file was not tried again: {:?}",
+                file.fast_read_stats(&pol)
+            );
+        }
+        let before = file.fast_read_stats(&pol);
+        assert!(before.hits >= 1, "probes of a warm file hit: {before:?}");
+        let n = 12u64;
+        for i in 0..n {
+            read_one(&mut engine, &file, i * SLOT + 100, LEN, SEED);
+        }
+        let st = file.fast_read_stats(&pol);
+        assert!(!st.tracking_off, "{st:?}");
+        assert_eq!(
+            (
+                st.attempts - before.attempts,
+                st.hits - before.hits,
+                st.skipped - before.skipped,
+                st.offloads - before.offloads
+            ),
+            (n, n, 0, 0),
+            "back on: every read tried and served inline: {st:?}"
+        );
+        Some(())
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -857,26 +927,46 @@ fn a_callers_nowait_is_kept() {
     const SEED: u16 = 27;
     const SIZE: u64 = 1 << 20;
     let dir = tempdir();
-    let file = pattern_file(dir.path(), "nw", SEED, SIZE);
     for mode in MODES {
         let mut q = Queue::new(Box::new(pool(mode)));
         let mut engine = pool(mode);
 
-        make_cold(&file, 0, SIZE);
-        let (r, _) = queue_read(&mut q, &file, 4096, 8192, RwFlags::NOWAIT);
-        let e = r.expect_err("a cold NOWAIT read cannot succeed");
-        assert!(e.is_would_block(), "{mode:?}: queue: {e}");
+        until_not_raced(&format!("{mode:?} queued NOWAIT read"), |k| {
+            let file = cold_file(dir.path(), &format!("nw-q-{mode:?}-{k}"), SEED, SIZE);
+            match queue_read(&mut q, &file, 4096, 65536, RwFlags::NOWAIT) {
+                (Err(e), _) => {
+                    assert!(e.is_would_block(), "{mode:?}: queue: {e}");
+                    Some(())
+                }
+                (Ok(n), data) => {
+                    // Served by the readahead the attempt itself started: must be right.
+                    assert!(n > 0 && n <= 65536);
+                    assert_pattern(&data[..n], SEED, 4096, "raced NOWAIT read");
+                    None
+                }
+            }
+        });
 
-        make_cold(&file, 0, SIZE);
-        let mut buf = vec![0u8; 8192];
-        let mut batch = Batch::new();
-        batch.push(&file, 65536, IoIter::read_into(&mut buf), RwFlags::NOWAIT);
-        let e = batch
-            .run(&mut engine)
-            .pop()
-            .unwrap()
-            .expect_err("cold NOWAIT read");
-        assert!(e.is_would_block(), "{mode:?}: batch: {e}");
+        let file = until_not_raced(&format!("{mode:?} batched NOWAIT read"), |k| {
+            let file = cold_file(dir.path(), &format!("nw-b-{mode:?}-{k}"), SEED, SIZE);
+            let mut buf = vec![0u8; 65536];
+            let r = {
+                let mut batch = Batch::new();
+                batch.push(&file, 65536, IoIter::read_into(&mut buf), RwFlags::NOWAIT);
+                batch.run(&mut engine).pop().unwrap()
+            };
+            match r {
+                Err(e) => {
+                    assert!(e.is_would_block(), "{mode:?}: batch: {e}");
+                    Some(file)
+                }
+                Ok(n) => {
+                    assert!(n > 0 && n <= 65536);
+                    assert_pattern(&buf[..n], SEED, 65536, "raced NOWAIT read");
+                    None
+                }
+            }
+        });
 
         warm(&file);
         let (r, data) = queue_read(&mut q, &file, 4096, 8192, RwFlags::NOWAIT);
@@ -997,7 +1087,8 @@ fn direct_files_are_never_tried_inline() {
 /// 128 KiB buffers) is all in the page cache: the docs say such a read is a hit ("or the read
 /// ended at end of file"), served inline. The pool engine counts it a *partial* and offloads
 /// the empty remainder to a worker (a thread hop and a system call for nothing, on every
-/// read); the resumed remainder is then tried inline again and counted as a second attempt.
+/// read). (Batch then resumes the short read once, finding end of file; that round is its own
+/// business and is a hit either way.)
 #[test]
 fn a_warm_read_ending_at_end_of_file_is_a_hit_in_the_pool_engine() {
     const SEED: u16 = 29;
@@ -1020,7 +1111,7 @@ fn a_warm_read_ending_at_end_of_file_is_a_hit_in_the_pool_engine() {
     }
     let st = file.fast_read_stats(&pol);
     assert!(
-        st.hits == N && st.partials == 0 && st.offloads == 0 && !st.tracking_off,
+        st.hits >= N && st.attempts == st.hits && st.offloads == 0 && !st.tracking_off,
         "a fully cached read that ends at end of file must be a hit served inline; \
          got {st:?} (engine/pool.rs try_inline counts 0 < r < op.len as Partial and offloads)"
     );
@@ -1113,17 +1204,17 @@ fn engine_totals_count_skipped_reads() {
         writes: false,
     };
     let dir = tempdir();
-    let file = pattern_file(dir.path(), "totals", SEED, 16 * SLOT);
+    let file = cold_file(dir.path(), "totals", SEED, 32 * SLOT);
     let mut engine = pool_with(pol);
     let mut i = 0u64;
     while !file.fast_read_stats(&pol).tracking_off {
         i += 1;
-        assert!(i < 8, "tracking never turned off");
+        assert!(i < 24, "tracking never turned off");
         make_cold(&file, i * SLOT, 4096);
-        read_one(&mut engine, &file, i * SLOT, SEED);
+        read_one(&mut engine, &file, i * SLOT, 4096, SEED);
     }
     for j in 0..4 {
-        read_one(&mut engine, &file, (10 + j) * SLOT, SEED);
+        read_one(&mut engine, &file, (i + 1 + j) * SLOT, 4096, SEED);
     }
     let st = file.fast_read_stats(&pol);
     let t = engine.fast_read_totals();

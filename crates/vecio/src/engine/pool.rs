@@ -6,7 +6,7 @@ use std::io;
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
 use crate::engine::{syscall, Counters, Cqe, Engine, Op};
-use crate::fastread::{FastReadPolicy, FastReadState, FastReadStats, Outcome};
+use crate::fastread::{Decision, FastReadPolicy, FastReadState, FastReadStats, Outcome};
 use crate::threadpool::{ThreadPool, WhenFull};
 use crate::{Dir, RwFlags};
 
@@ -65,6 +65,13 @@ impl Drop for CompletionGuard {
     }
 }
 
+/// True when a short read of `r` bytes at `op.offset` stopped at end of file.
+fn ends_at_eof(op: &Op, r: i64) -> bool {
+    // SAFETY: the pusher keeps op.fd open until the completion is reaped.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(op.fd) };
+    rustix::fs::fstat(fd).is_ok_and(|st| op.offset + r as u64 >= st.st_size as u64)
+}
+
 /// The iovecs of an op's remainder, moved to the worker that reads it.
 struct Remainder(Vec<libc::iovec>);
 
@@ -121,7 +128,14 @@ impl PoolEngine {
     fn try_inline(&mut self, op: &Op, state: &FastReadState) -> Option<(i64, bool)> {
         let read = op.dir == Dir::Dest;
         let tried = if read {
-            state.should_try(&self.policy)
+            match state.decide(&self.policy) {
+                Decision::Try => true,
+                Decision::Skip => {
+                    self.totals.note_skipped();
+                    false
+                }
+                Decision::Off => false,
+            }
         } else {
             state.should_try_write(&self.policy)
         };
@@ -134,8 +148,15 @@ impl PoolEngine {
         let r = syscall::vectored(&nowait);
         let (outcome, result) = match r {
             r if r == op.len as i64 || (r == 0 && read) => (Outcome::Hit, (r, true)),
+            // Short, but at end of file: everything there was, served inline.
+            r if r > 0 && read && ends_at_eof(op, r) => (Outcome::Hit, (r, true)),
             r if r > 0 => (Outcome::Partial(r as f64 / op.len as f64), (r, false)),
             r if r == -(libc::EAGAIN as i64) => (Outcome::Miss, (0, false)),
+            // Refused: by RWF_NOWAIT itself only when it was the attempt's only flag; a flag
+            // of the caller's says nothing about the file, and the pool will report it.
+            r if r == -(libc::EOPNOTSUPP as i64) && !op.flags.is_empty() => {
+                return Some((0, false))
+            }
             r if r == -(libc::EOPNOTSUPP as i64) => (Outcome::Unsupported, (0, false)),
             // A real error: it is the op's result, and says nothing about the cache.
             r => return Some((r, true)),
@@ -206,7 +227,7 @@ impl PoolEngine {
         self.pool.execute(Box::new(job)).map_err(|job| {
             // Not queued: forget the job's completion guard with it, so no completion is sent.
             std::mem::forget(job);
-            io::Error::from(io::ErrorKind::WouldBlock)
+            io::Error::from_raw_os_error(libc::EAGAIN)
         })
     }
 }
@@ -218,6 +239,17 @@ impl Engine for PoolEngine {
 
     unsafe fn push(&mut self, op: Op) -> io::Result<()> {
         let caller_nowait = op.flags.contains(RwFlags::NOWAIT);
+        if caller_nowait && !op.fast.is_null() {
+            // The caller asked not to block: the call is cheap either way, so make it here
+            // rather than on a worker.
+            self.counters.syscalls += 1;
+            self.in_flight += 1;
+            self.ready.push(Cqe {
+                tag: op.tag,
+                result: syscall::vectored(&op),
+            });
+            return Ok(());
+        }
         let mut done = 0usize;
         if !op.fast.is_null() && !caller_nowait {
             // SAFETY: the pusher keeps the file alive until the completion is reaped.
