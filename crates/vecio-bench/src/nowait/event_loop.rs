@@ -1,0 +1,204 @@
+//! The nowait experiment's event loop: one thread keeping reads in flight through a
+//! `Queue`, and the raw `preadv2` baseline.
+
+use super::*;
+
+/// `preadv2` on f1, one call at a time, Zipf offsets: what a cached 16 KiB read costs.
+pub(super) fn raw_baseline(
+    path: &Path,
+    zipf: &Zipf,
+    runtime: Duration,
+    rng: &mut SmallRng,
+) -> Result<Latency> {
+    let file = File::options().direct(Direct::Off).open(path)?;
+    let mut h = histogram();
+    let mut buf = vec![0u8; READ];
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    let t0 = Instant::now();
+    while t0.elapsed() < runtime.min(Duration::from_secs(2)) {
+        let off = zipf.sample(rng) * READ as u64;
+        let iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: READ,
+        };
+        let t = Instant::now();
+        // SAFETY: iov points at buf, valid for READ bytes for the call.
+        let r = unsafe { libc::preadv2(fd, &iov, 1, off as i64, 0) };
+        let ns = t.elapsed().as_nanos() as u64;
+        if r < 0 {
+            return Err(std::io::Error::last_os_error()).context("preadv2");
+        }
+        let _ = h.record(ns.max(1));
+    }
+    Ok(Latency::of(&h))
+}
+
+struct Inflight {
+    start: Instant,
+    file: usize,
+}
+
+fn engine_for(config: Config, opts: &NowaitOptions) -> Result<Box<dyn Engine>> {
+    Ok(match config {
+        Config::Uring => Box::new(UringEngine::new(UringOptions {
+            entries: (opts.depth.next_power_of_two() as u32).max(8),
+            ..UringOptions::default()
+        })?),
+        _ => Box::new(PoolEngine::new(PoolOptions {
+            threads: opts.threads,
+            depth: opts.depth * 4,
+            fast_read: config.policy(),
+            ..PoolOptions::default()
+        })?),
+    })
+}
+
+/// One workload through one configuration for `opts.runtime`.
+pub(super) fn measure(
+    files: &Files,
+    w: Workload,
+    c: Config,
+    opts: &NowaitOptions,
+    zipf: &Zipf,
+    rng: &mut SmallRng,
+) -> Result<Run> {
+    let open = |p: &Path| -> Result<Arc<File>> {
+        Ok(Arc::new(File::options().direct(Direct::Off).open(p)?))
+    };
+    let handles = [
+        open(&files.paths[0])?,
+        open(&files.paths[1])?,
+        open(&files.paths[2])?,
+    ];
+    let large_blocks = opts.large / READ as u64;
+    let mut seq = 0u64;
+    let mut q = Queue::new(engine_for(c, opts)?);
+
+    // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
+    let stop = Arc::new(AtomicBool::new(false));
+    let evictor = {
+        let (stop, path) = (stop.clone(), files.paths[1].clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = cache::evict(&path);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+
+    let mut tally = Tally::new(opts.depth);
+    let mut done: Vec<Completion> = Vec::new();
+    let mut to_issue: Vec<usize> = (0..opts.depth).collect();
+    let t0 = Instant::now();
+    let mut issued = 0u64;
+    'run: loop {
+        while let Some(slot) = to_issue.pop() {
+            // Reads served inline complete at once and come straight back here: look at the
+            // clock now and then, not only when waiting.
+            issued += 1;
+            if issued % 64 == 0 && t0.elapsed() >= opts.runtime {
+                break 'run;
+            }
+            let file = w.pick(rng);
+            let block = match file {
+                0 => zipf.sample(rng),
+                1 => rng.gen_range(0..large_blocks),
+                _ => {
+                    seq = (seq + 1) % large_blocks;
+                    seq
+                }
+            };
+            let bufs = tally
+                .spare
+                .pop()
+                .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
+            tally.inflight[slot] = Some(Inflight {
+                start: Instant::now(),
+                file,
+            });
+            if let Err((e, b)) = q.push_read(
+                &handles[file],
+                block * READ as u64,
+                bufs,
+                RwFlags::empty(),
+                slot as u64,
+            ) {
+                tally.spare.push(b);
+                tally.result = Err(e.into());
+                break 'run;
+            }
+            q.reap(&mut done);
+            tally.take(&mut done, &mut to_issue);
+        }
+        if t0.elapsed() >= opts.runtime || tally.result.is_err() {
+            break;
+        }
+        if let Err(e) = q.submit_and_wait(1) {
+            tally.result = Err(e.into());
+            break;
+        }
+        q.reap(&mut done);
+        tally.take(&mut done, &mut to_issue);
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let _ = q.submit_and_wait(q.len());
+    q.reap(&mut done);
+    drop(q);
+    stop.store(true, Ordering::Relaxed);
+    let _ = evictor.join();
+    tally.result?;
+    let mut fast = FastReadCounters::default();
+    for h in &handles {
+        fast.add(&h.fast_read_stats(&c.policy()));
+    }
+    Ok(Run {
+        mb_s: tally.bytes as f64 / wall / 1e6,
+        all: tally.all,
+        per_file: tally.per,
+        fast,
+    })
+}
+
+/// What the event loop has seen: latencies, bytes, and the slots and buffers to reuse.
+struct Tally {
+    all: Histogram<u64>,
+    per: [Histogram<u64>; 3],
+    bytes: u64,
+    inflight: Vec<Option<Inflight>>,
+    spare: Vec<Vec<OwnedBuf>>,
+    result: Result<()>,
+}
+
+impl Tally {
+    fn new(depth: usize) -> Tally {
+        Tally {
+            all: histogram(),
+            per: [histogram(), histogram(), histogram()],
+            bytes: 0,
+            inflight: (0..depth).map(|_| None).collect(),
+            spare: (0..depth)
+                .map(|_| vec![OwnedBuf::Vec(vec![0u8; READ])])
+                .collect(),
+            result: Ok(()),
+        }
+    }
+
+    /// Records each completion's latency and bytes; its slot goes back to `to_issue`.
+    fn take(&mut self, done: &mut Vec<Completion>, to_issue: &mut Vec<usize>) {
+        let now = Instant::now();
+        for c in done.drain(..) {
+            let slot = c.user_data as usize;
+            if let Some(f) = self.inflight.get_mut(slot).and_then(Option::take) {
+                let ns = ((now - f.start).as_nanos() as u64).max(1);
+                let _ = self.all.record(ns);
+                let _ = self.per[f.file].record(ns);
+            }
+            match c.result {
+                Ok(n) => self.bytes += n as u64,
+                Err(e) => self.result = Err(e.into()),
+            }
+            self.spare.push(c.bufs);
+            to_issue.push(slot);
+        }
+    }
+}
