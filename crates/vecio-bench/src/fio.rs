@@ -54,6 +54,8 @@ pub enum FioEngine {
     IoUring,
     /// `libaio`: Linux native AIO (io_submit).
     Libaio,
+    /// `nbd`: fio's NBD client (libnbd); the server is named by `--uri` (see [`FioJob::nbd`]).
+    Nbd,
 }
 
 impl FioEngine {
@@ -64,6 +66,7 @@ impl FioEngine {
             FioEngine::Pvsync2 => "pvsync2",
             FioEngine::IoUring => "io_uring",
             FioEngine::Libaio => "libaio",
+            FioEngine::Nbd => "nbd",
         }
     }
 }
@@ -114,6 +117,18 @@ impl FioJob {
             ios_per_offset: None,
             extra: Vec::new(),
         }
+    }
+
+    /// A job through fio's `nbd` engine against the NBD server at `uri` (e.g.
+    /// `nbd+unix:///?socket=/run/s.sock`), on the export's first `size` bytes. The file name is
+    /// only a label: the engine never opens a file. Not `--direct`: the engine has no page
+    /// cache of its own to bypass.
+    pub fn nbd(uri: &str, rw: FioRw, bs: u64, size: u64) -> FioJob {
+        let mut job = FioJob::new("nbd", rw, bs, size);
+        job.ioengine = FioEngine::Nbd;
+        job.direct = false;
+        job.extra.push(format!("--uri={uri}"));
+        job
     }
 
     /// The fio command-line arguments for this job (without the `fio` program name).
@@ -206,6 +221,14 @@ pub fn fio_version() -> Option<String> {
     }
     let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (!v.is_empty()).then_some(v)
+}
+
+/// True when the installed fio has the `nbd` engine (`fio --enghelp=nbd` succeeds).
+pub fn has_nbd_engine() -> bool {
+    Command::new("fio")
+        .arg("--enghelp=nbd")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Latency of one direction of a job, in microseconds. Percentiles are of completion latency
@@ -416,6 +439,27 @@ mod tests {
         }
         assert_eq!(args.last().map(String::as_str), Some("--fsync=1"));
         assert!(!args.iter().any(|a| a.starts_with("--allow_file_create")));
+    }
+
+    #[test]
+    fn nbd_job_names_the_server() {
+        let job = FioJob::nbd(
+            "nbd+unix:///?socket=/t/s.sock",
+            FioRw::RandRead,
+            4096,
+            1 << 20,
+        );
+        let args = job.args();
+        for want in [
+            "--ioengine=nbd",
+            "--direct=0",
+            "--uri=nbd+unix:///?socket=/t/s.sock",
+        ] {
+            assert!(
+                args.iter().any(|a| a == want),
+                "{want} missing from {args:?}"
+            );
+        }
     }
 
     #[test]

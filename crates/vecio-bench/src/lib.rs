@@ -2,16 +2,20 @@
 //! fio as a peer, scratch files, progress bars, result tables, system facts) and the
 //! experiments themselves, one per source document.
 
+pub mod diskstat;
 pub mod fio;
+pub mod pagecache;
 pub mod progress;
 pub mod rusage;
 pub mod scratch;
+pub mod server;
 pub mod stats;
 pub mod system;
 pub mod table;
 
 pub mod cache;
 pub mod callcost;
+pub mod loopdev;
 pub mod meta;
 pub mod nowait;
 pub mod writev;

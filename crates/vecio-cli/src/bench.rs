@@ -6,10 +6,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use vecio_bench::callcost::{self, CallcostOptions};
+use vecio_bench::loopdev::{self, LoopOptions};
 use vecio_bench::nowait::{self, NowaitOptions};
 use vecio_bench::writev::{self, WritevOptions};
 
-use crate::cli::{AllArgs, Bench, CallcostArgs, CallcostWorkerArgs, NowaitArgs, WritevArgs};
+use crate::cli::{
+    AllArgs, Bench, CallcostArgs, CallcostWorkerArgs, LoopArgs, NowaitArgs, WritevArgs,
+};
 
 /// Runs one `vecio bench` subcommand.
 pub fn run(b: Bench) -> Result<()> {
@@ -18,6 +21,7 @@ pub fn run(b: Bench) -> Result<()> {
         Bench::Nowait(a) => bench_nowait(a),
         Bench::Callcost(a) => bench_callcost(a),
         Bench::CallcostWorker(a) => callcost_worker(a),
+        Bench::Loop(a) => bench_loop(a),
         Bench::All(a) => bench_all(a),
     }
 }
@@ -88,12 +92,29 @@ fn callcost_worker(a: CallcostWorkerArgs) -> Result<()> {
     callcost::run_calls(v, &a.file, a.calls)
 }
 
+fn bench_loop(a: LoopArgs) -> Result<()> {
+    let opts = LoopOptions {
+        file: a.file,
+        dir: a.dir,
+        size: a.size,
+        runtime: runtime(a.runtime)?,
+        repeat: a.repeat.max(1),
+    };
+    let exe = std::env::current_exe().context("finding the vecio binary")?;
+    let report = loopdev::run(&opts, &exe)?;
+    print!("{}", loopdev::render(&report));
+    write_json(a.json.as_deref(), &report)
+}
+
 /// Everything `vecio bench all` measured.
 #[derive(Serialize)]
 struct AllReport {
     writev: writev::WritevReport,
     nowait: nowait::NowaitReport,
     callcost: callcost::CallcostReport,
+    /// `None` when fio (the loop experiment's NBD client) is missing or `--no-fio` was given.
+    #[serde(rename = "loop")]
+    loop_dev: Option<loopdev::LoopReport>,
     missing: Vec<&'static str>,
 }
 
@@ -135,7 +156,8 @@ fn bench_all(a: AllArgs) -> Result<()> {
     let callcost_report = callcost::run(&cc, exe.as_deref())?;
     println!();
     print!("{}", callcost::render(&callcost_report));
-    let missing = vec!["loop (seed 001)", "fuse (seed 004)"];
+    let loop_report = bench_all_loop(&a)?;
+    let missing = vec!["fuse (seed 004)"];
     println!(
         "\nNot yet measured by this version of vecio: {}",
         missing.join(", ")
@@ -146,7 +168,35 @@ fn bench_all(a: AllArgs) -> Result<()> {
             writev: report,
             nowait: nowait_report,
             callcost: callcost_report,
+            loop_dev: loop_report,
             missing,
         },
     )
+}
+
+/// The loop experiment inside `bench all`: skipped, with a line saying why, without fio.
+fn bench_all_loop(a: &AllArgs) -> Result<Option<loopdev::LoopReport>> {
+    println!();
+    let why = if a.no_fio {
+        Some("--no-fio was given and fio is its NBD client".to_string())
+    } else {
+        loopdev::client_missing()
+    };
+    if let Some(why) = why {
+        println!("loop device (seed 001) skipped: {why}");
+        return Ok(None);
+    }
+    let mut opts = LoopOptions {
+        dir: a.dir.clone(),
+        ..LoopOptions::default()
+    };
+    if a.quick {
+        opts.size = 256 << 20;
+        opts.runtime = Duration::from_secs(1);
+        opts.repeat = 1;
+    }
+    let exe = std::env::current_exe().context("finding the vecio binary")?;
+    let report = loopdev::run(&opts, &exe)?;
+    print!("{}", loopdev::render(&report));
+    Ok(Some(report))
 }

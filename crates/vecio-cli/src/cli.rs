@@ -37,6 +37,9 @@ pub enum Bench {
     /// Runs N calls of one callcost variant (what callgrind counts); not for direct use.
     #[command(hide = true)]
     CallcostWorker(CallcostWorkerArgs),
+    /// Loop device with direct and async I/O (2015): one image over NBD, vecio nbd direct and
+    /// buffered, qemu-nbd and nbdkit, driven by fio's nbd engine.
+    Loop(LoopArgs),
     /// Every experiment, one summary.
     All(AllArgs),
 }
@@ -80,6 +83,31 @@ pub struct WritevArgs {
     /// Engines to measure, comma-separated (serial, sync, uring).
     #[arg(long, value_delimiter = ',', default_value = "serial,sync,uring")]
     pub engines: Vec<vecio::EngineKind>,
+}
+
+/// Options of `vecio bench loop`.
+#[derive(Args, Debug, Clone)]
+pub struct LoopArgs {
+    /// Image to serve (its data is overwritten by the write jobs). Default: a scratch file in
+    /// a temporary directory.
+    #[arg(long, conflicts_with = "dir")]
+    pub file: Option<PathBuf>,
+    /// Directory for the scratch image (default: the current directory; tmpfs is no good for
+    /// direct I/O).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Bytes of the image the jobs cover (k, M, G suffixes).
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    pub size: u64,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 5.0)]
+    pub runtime: f64,
+    /// Repetitions (the spread in the tables comes from these).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Options of `vecio bench all`.

@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -215,3 +216,28 @@ impl Rng {
         v
     }
 }
+
+pub fn fsync(file: &File) {
+    // SAFETY: fsync on an open descriptor.
+    let r = unsafe { libc::fsync(file.as_raw_fd()) };
+    assert_eq!(r, 0, "fsync: {}", std::io::Error::last_os_error());
+}
+
+/// Helpers of the fast-read tests (`fast_read_*.rs`): page-cache states, pattern files, pool
+/// engines per fast-read mode, and reads through each path.
+///
+/// Cache states are set with `posix_fadvise(POSIX_FADV_DONTNEED)` after `fsync` and checked
+/// with `mincore` on a mapping of the file, so a test knows (rather than hopes) which pages are
+/// resident. On this kernel a `RWF_NOWAIT` read that misses returns `EAGAIN` *and* starts
+/// readahead of the range. Two consequences shape these tests:
+/// - a range that just missed may become resident a moment later, and `mincore` does not see
+///   a page whose read is still in flight: tests that need a range cold for certain use a file
+///   no read has touched ([`fast_read::cold_file`]);
+/// - the kernel looks at the page again after starting that readahead, so on a fast device a
+///   "cold" read is now and then served inline. Tests that need a miss detect this and run
+///   again on a fresh cold file ([`fast_read::until_not_raced`]); the data is checked every
+///   time.
+pub mod fast_read;
+
+/// Helpers of the thread-pool engine tests (`pool_*.rs`).
+pub mod pool;

@@ -1,0 +1,90 @@
+//! The block device's average queue depth over a measurement, from the `time_in_queue` field
+//! of `/sys/class/block/DEV/stat` (Documentation/block/stat.rst: milliseconds spent by all
+//! requests in the queue, so its growth over a wall-clock interval is the mean number of
+//! requests in flight). Other I/O to the same device counts too.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::system;
+
+/// Reads the stat file of the device holding a path.
+#[derive(Debug, Clone)]
+pub struct DiskProbe {
+    stat: PathBuf,
+}
+
+/// One reading of a device's stat file.
+#[derive(Debug, Clone, Copy)]
+pub struct DiskStat {
+    time_in_queue_ms: u64,
+    at: Instant,
+}
+
+impl DiskProbe {
+    /// The probe for the block device behind `path` (the device itself for a device node);
+    /// `None` when there is none, e.g. on tmpfs.
+    pub fn for_path(path: &Path) -> Option<DiskProbe> {
+        let dev = system::block_device(path).ok()??;
+        let stat = PathBuf::from("/sys/class/block")
+            .join(&dev.name)
+            .join("stat");
+        stat.exists().then_some(DiskProbe { stat })
+    }
+
+    /// Reads the counters now; `None` when the file cannot be read or parsed.
+    pub fn read(&self) -> Option<DiskStat> {
+        let text = std::fs::read_to_string(&self.stat).ok()?;
+        Some(DiskStat {
+            time_in_queue_ms: parse_time_in_queue(&text)?,
+            at: Instant::now(),
+        })
+    }
+}
+
+impl DiskStat {
+    /// Milliseconds requests spent queued at the device (summed over requests) between
+    /// `earlier` and `self`: divided by an interval, the mean queue depth over it.
+    pub fn queue_ms_since(&self, earlier: &DiskStat) -> u64 {
+        self.time_in_queue_ms
+            .saturating_sub(earlier.time_in_queue_ms)
+    }
+
+    /// Mean requests in flight at the device between `earlier` and `self`.
+    pub fn queue_depth_since(&self, earlier: &DiskStat) -> f64 {
+        let wall_ms = self.at.duration_since(earlier.at).as_secs_f64() * 1000.0;
+        if wall_ms <= 0.0 {
+            return 0.0;
+        }
+        self.queue_ms_since(earlier) as f64 / wall_ms
+    }
+}
+
+/// The 11th field of a block stat line (`time_in_queue`, ms).
+fn parse_time_in_queue(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(10)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_line() {
+        let line = "  1234 5 67890 111 222 3 4444 555 2 666 777 0 0 0 0 9 10\n";
+        assert_eq!(parse_time_in_queue(line), Some(777));
+        assert_eq!(parse_time_in_queue("1 2 3"), None);
+    }
+
+    #[test]
+    fn probes_the_current_directory() {
+        match DiskProbe::for_path(Path::new(".")) {
+            Some(p) => {
+                let a = p.read().expect("stat readable");
+                let b = p.read().expect("stat readable");
+                assert!(b.queue_depth_since(&a) >= 0.0);
+            }
+            None => println!("skipped: no block device behind the current directory"),
+        }
+    }
+}

@@ -1,0 +1,471 @@
+//! The loop-device experiment: the table of the 2015 loop direct I/O + AIO patch
+//! (`seeds/001_bce926be3a1aae53.txt`), re-measured through a real NBD client.
+//!
+//! One image (a scratch file filled with random data) is served in turn by `vecio nbd` with
+//! direct I/O and io_uring, `vecio nbd` buffered, `qemu-nbd --cache=none --aio=io_uring` and
+//! nbdkit's file plugin, each a process on a Unix socket; fio's `nbd` engine (libnbd) drives
+//! four jobs against each: 4 KiB random read and write, 128 KiB sequential read and write,
+//! [`DEPTH`] in flight, one job. fio's own `io_uring` engine with `O_DIRECT` on the same file
+//! runs the same jobs as the device's limit.
+//!
+//! Each measurement starts a fresh server and stops it after: `wait4(2)` then gives the
+//! context switches and CPU time of every thread the server had (see [`crate::server`]); the
+//! cost of starting and stopping an idle server, measured once, is subtracted. Before each
+//! measurement the image is flushed and dropped from the page cache; the growth of its
+//! resident pages and of the system's `Cached:` over the measurement is recorded.
+
+mod render;
+mod subjects;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::diskstat::DiskProbe;
+use crate::fio::{FioEngine, FioJob, FioResult};
+use crate::meta::RunMeta;
+use crate::pagecache::{self, CacheSnapshot};
+use crate::progress::Phase;
+use crate::rusage::Usage;
+use crate::scratch::ScratchFile;
+use crate::server::{find_program, ServerProcess};
+use crate::stats::{median, Summary};
+
+pub use render::{render, targets};
+pub use subjects::{Job, Subject};
+
+/// Requests fio keeps in flight in every job.
+pub const DEPTH: u32 = 32;
+
+/// Smallest image the experiment accepts.
+pub const MIN_SIZE: u64 = 8 << 20;
+
+/// Options of `vecio bench loop`.
+#[derive(Debug, Clone)]
+pub struct LoopOptions {
+    /// Image to serve (its data is overwritten by the write jobs); `None` creates a scratch file.
+    /// The image's resident pages are counted for regular files only (a block device shows 0).
+    pub file: Option<PathBuf>,
+    /// Directory for the scratch image (default: the current directory).
+    pub dir: Option<PathBuf>,
+    /// Bytes of the image the jobs cover.
+    pub size: u64,
+    /// Time per measurement.
+    pub runtime: Duration,
+    /// Repetitions of the whole table (the spread comes from these).
+    pub repeat: u32,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        LoopOptions {
+            file: None,
+            dir: None,
+            size: 1 << 30,
+            runtime: Duration::from_secs(5),
+            repeat: 3,
+        }
+    }
+}
+
+/// One measurement of one subject on one job.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sample {
+    /// Requests per second.
+    pub iops: f64,
+    /// Throughput, MB/s (10^6 bytes per second).
+    pub mb_s: f64,
+    /// Requests completed.
+    pub requests: f64,
+    /// Bytes fio moved.
+    pub bytes: f64,
+    /// fio's CPU (user + system), percent of one CPU: the client's share of the machine.
+    pub client_cpu_pct: f64,
+    /// Mean requests in flight at the block device under the image (all I/O to it), where
+    /// the device's statistics are readable.
+    pub disk_queue: Option<f64>,
+    /// The server's context switches (voluntary + involuntary, every thread), idle cost
+    /// subtracted; `None` for fio on the file.
+    pub server_ctx: Option<u64>,
+    /// Server context switches per request.
+    pub ctx_per_req: Option<f64>,
+    /// Server CPU time (user + system) per request, microseconds.
+    pub cpu_us_per_req: Option<f64>,
+    /// Growth of the image's resident bytes in the page cache.
+    pub image_growth: i64,
+    /// Growth of the system's `Cached:`.
+    pub cached_growth: i64,
+    /// `image_growth` as a percentage of the bytes moved.
+    pub image_growth_pct: f64,
+    /// `cached_growth` as a percentage of the bytes moved.
+    pub cached_growth_pct: f64,
+}
+
+impl Sample {
+    /// The job's headline figure: IOPS for 4 KiB jobs, MB/s for 128 KiB ones.
+    pub fn figure(&self, job: Job) -> f64 {
+        if job.in_iops() {
+            self.iops
+        } else {
+            self.mb_s
+        }
+    }
+}
+
+/// A subject's figures for one job over all repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// Who served.
+    pub subject: Subject,
+    /// The subject's name.
+    pub name: String,
+    /// Which job.
+    pub job: Job,
+    /// The job's name.
+    pub job_name: String,
+    /// IOPS over the repetitions.
+    pub iops: Summary,
+    /// MB/s over the repetitions.
+    pub mb_s: Summary,
+    /// Every sample, one per repetition.
+    pub samples: Vec<Sample>,
+}
+
+impl Cell {
+    /// The headline figure's summary (IOPS or MB/s).
+    pub fn figure(&self) -> &Summary {
+        if self.job.in_iops() {
+            &self.iops
+        } else {
+            &self.mb_s
+        }
+    }
+
+    /// Median over the samples of `f`, where it is defined.
+    pub fn median_of(&self, f: impl Fn(&Sample) -> Option<f64>) -> Option<f64> {
+        median(&self.samples.iter().filter_map(f).collect::<Vec<_>>())
+    }
+}
+
+/// A subject left out, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// Who.
+    pub subject: Subject,
+    /// Why.
+    pub reason: String,
+}
+
+/// A server's version and the cost of starting and stopping it idle.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    /// Which server.
+    pub subject: Subject,
+    /// Its `--version` line.
+    pub version: String,
+    /// What starting it, one probe connection and stopping it cost (subtracted from samples).
+    pub idle: Usage,
+}
+
+/// Everything `vecio bench loop` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoopReport {
+    /// The run's set-up.
+    pub meta: RunMeta,
+    /// Bytes of the image the jobs cover.
+    pub size: u64,
+    /// Seconds per measurement.
+    pub runtime_s: f64,
+    /// Repetitions.
+    pub repeat: u32,
+    /// Requests in flight in every job.
+    pub depth: u32,
+    /// The machine's memory (`MemTotal:`), bytes.
+    pub mem_total: u64,
+    /// The servers measured.
+    pub servers: Vec<ServerInfo>,
+    /// Subjects left out.
+    pub skipped: Vec<Skipped>,
+    /// Every subject on every job.
+    pub cells: Vec<Cell>,
+}
+
+impl LoopReport {
+    /// The cell of `subject` on `job`, if measured.
+    pub fn cell(&self, subject: Subject, job: Job) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.subject == subject && c.job == job)
+    }
+
+    /// Median over the repetitions of `a`'s headline figure over `b`'s in the same repetition
+    /// (both measured back to back).
+    pub fn ratio(&self, job: Job, a: Subject, b: Subject) -> Option<f64> {
+        let (a, b) = (self.cell(a, job)?, self.cell(b, job)?);
+        let r: Vec<f64> = a
+            .samples
+            .iter()
+            .zip(&b.samples)
+            .filter(|(_, y)| y.figure(job) > 0.0)
+            .map(|(x, y)| x.figure(job) / y.figure(job))
+            .collect();
+        median(&r)
+    }
+}
+
+/// Why the experiment cannot run here, if it cannot: fio with its `nbd` engine is the client.
+pub fn client_missing() -> Option<String> {
+    if crate::fio::fio_version().is_none() {
+        return Some("fio is not installed (it is the NBD client of this experiment)".into());
+    }
+    if !crate::fio::has_nbd_engine() {
+        return Some("the installed fio has no nbd engine (built without libnbd)".into());
+    }
+    None
+}
+
+/// Runs the experiment; `vecio` is the `vecio` binary whose `nbd` command is measured.
+pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
+    if let Some(why) = client_missing() {
+        bail!("{why}");
+    }
+    if opts.size < MIN_SIZE {
+        bail!("--size must be at least {} MiB", MIN_SIZE >> 20);
+    }
+    let scratch = prepare_image(opts)?;
+    let image = scratch.path().to_path_buf();
+    let size = opts.size.min(scratch.len()) / (1 << 20) * (1 << 20);
+    // Unix socket paths are limited to 108 bytes: the sockets live in the system's temp dir.
+    let sockets = tempfile::Builder::new()
+        .prefix("vecio-loop-")
+        .tempdir()
+        .context("creating a temporary directory for the sockets")?;
+    let mut lab = Lab {
+        vecio,
+        image: &image,
+        dir: sockets.path(),
+        disk: DiskProbe::for_path(&image),
+        started: 0,
+    };
+    let (servers, skipped) = lab.check_servers()?;
+    let mut subjects: Vec<Subject> = servers.iter().map(|s| s.subject).collect();
+    subjects.push(Subject::FioDirect);
+
+    let steps = opts.repeat as usize * subjects.len() * Job::ALL.len();
+    let phase = Phase::timed("bench loop", opts.runtime * steps as u32);
+    let mut samples = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
+    for _ in 0..opts.repeat {
+        for (ji, &job) in Job::ALL.iter().enumerate() {
+            for (si, &subject) in subjects.iter().enumerate() {
+                let idle = servers
+                    .iter()
+                    .find(|s| s.subject == subject)
+                    .map(|s| s.idle);
+                let s = lab
+                    .measure(subject, job, size, opts.runtime, idle)
+                    .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
+                samples[si][ji].push(s);
+            }
+        }
+    }
+    phase.finish();
+
+    let mut cells = Vec::new();
+    for (ji, &job) in Job::ALL.iter().enumerate() {
+        for (si, &subject) in subjects.iter().enumerate() {
+            let s = &samples[si][ji];
+            cells.push(Cell {
+                subject,
+                name: subject.name().to_string(),
+                job,
+                job_name: job.name().to_string(),
+                iops: summary(s.iter().map(|x| x.iops)),
+                mb_s: summary(s.iter().map(|x| x.mb_s)),
+                samples: s.clone(),
+            });
+        }
+    }
+    Ok(LoopReport {
+        meta: RunMeta::collect(&image),
+        size,
+        runtime_s: opts.runtime.as_secs_f64(),
+        repeat: opts.repeat,
+        depth: DEPTH,
+        mem_total: pagecache::meminfo_bytes("MemTotal").unwrap_or(0),
+        servers,
+        skipped,
+        cells,
+    })
+}
+
+fn summary(v: impl Iterator<Item = f64>) -> Summary {
+    Summary::of(&v.collect::<Vec<_>>()).unwrap_or_default()
+}
+
+fn prepare_image(opts: &LoopOptions) -> Result<ScratchFile> {
+    let phase = Phase::bytes("preparing image", opts.size);
+    let scratch = ScratchFile::prepare_with_progress(
+        opts.dir.as_deref(),
+        opts.file.clone(),
+        opts.size,
+        &mut |done| phase.set_position(done),
+    )?;
+    phase.finish();
+    Ok(scratch)
+}
+
+/// Where the servers run: the image, the socket directory, the vecio binary.
+struct Lab<'a> {
+    vecio: &'a Path,
+    image: &'a Path,
+    dir: &'a Path,
+    /// The block device under the image.
+    disk: Option<DiskProbe>,
+    /// Servers started so far (each gets a fresh socket name).
+    started: u32,
+}
+
+impl Lab<'_> {
+    /// Starts `subject`'s server on a fresh socket; `None` for fio on the file.
+    fn start(&mut self, subject: Subject) -> Result<Option<ServerProcess>> {
+        self.started += 1;
+        let socket = self
+            .dir
+            .join(format!("{}-{}.sock", subject.key(), self.started));
+        let Some(cmd) = subject.command(self.vecio, self.image, &socket) else {
+            return Ok(None);
+        };
+        let log = self.dir.join(format!("{}.log", subject.key()));
+        ServerProcess::start(cmd, &socket, &log).map(Some)
+    }
+
+    /// Finds which servers can run: vecio's must; a peer that is not installed or does not
+    /// start is skipped with the reason. Each is started and stopped idle once, which gives
+    /// the cost subtracted from its samples.
+    fn check_servers(&mut self) -> Result<(Vec<ServerInfo>, Vec<Skipped>)> {
+        let mut servers = Vec::new();
+        let mut skipped = Vec::new();
+        for subject in Subject::ALL {
+            if subject == Subject::FioDirect {
+                continue;
+            }
+            let peer = subject.peer_program();
+            if let Some(p) = peer.filter(|p| find_program(p).is_none()) {
+                skipped.push(Skipped {
+                    subject,
+                    reason: format!("{p} is not installed (scripts/setup installs it)"),
+                });
+                continue;
+            }
+            let idle = self
+                .start(subject)
+                .and_then(|s| s.context("no server process")?.stop());
+            match (idle, peer) {
+                (Ok(idle), _) => servers.push(ServerInfo {
+                    subject,
+                    version: self.version(subject),
+                    idle,
+                }),
+                (Err(e), None) => return Err(e.context(format!("starting {}", subject.name()))),
+                (Err(e), Some(_)) => skipped.push(Skipped {
+                    subject,
+                    reason: format!("does not start: {e:#}"),
+                }),
+            }
+        }
+        Ok((servers, skipped))
+    }
+
+    /// The first line of `subject --version`.
+    fn version(&self, subject: Subject) -> String {
+        let program = subject
+            .peer_program()
+            .map_or(self.vecio.as_os_str(), std::ffi::OsStr::new);
+        Command::new(program)
+            .arg("--version")
+            .output()
+            .ok()
+            .and_then(|o| {
+                let text = String::from_utf8_lossy(&o.stdout).into_owned();
+                text.lines().next().map(|l| l.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    /// One measurement: flush and evict the image, start the server, run the fio job, read the
+    /// page cache, stop the server and read its usage.
+    fn measure(
+        &mut self,
+        subject: Subject,
+        job: Job,
+        size: u64,
+        runtime: Duration,
+        idle: Option<Usage>,
+    ) -> Result<Sample> {
+        pagecache::flush_and_evict(self.image)?;
+        let before = CacheSnapshot::take(self.image)?;
+        let server = self.start(subject)?;
+        let mut fio = match &server {
+            Some(s) => FioJob::nbd(&s.nbd_uri(), job.rw(), job.bs(), size),
+            None => {
+                let mut j = FioJob::new(self.image, job.rw(), job.bs(), size);
+                j.ioengine = FioEngine::IoUring;
+                j.direct = true;
+                j
+            }
+        };
+        fio.iodepth = DEPTH;
+        fio.runtime_s = runtime.as_secs_f64();
+        let disk0 = self.disk.as_ref().and_then(DiskProbe::read);
+        let result = fio.run()?;
+        let disk_queue = match (disk0, self.disk.as_ref().and_then(DiskProbe::read)) {
+            // Over fio's own running time, which leaves out its start-up.
+            (Some(a), Some(b)) if result.runtime_ms > 0 => {
+                Some(b.queue_ms_since(&a) as f64 / result.runtime_ms as f64)
+            }
+            _ => None,
+        };
+        let growth = CacheSnapshot::take(self.image)?.growth_since(&before);
+        let usage = match server {
+            Some(s) => Some(s.stop()?.delta(&idle.unwrap_or_default())),
+            None => None,
+        };
+        let mut s = sample(&result, growth, usage);
+        s.disk_queue = disk_queue;
+        Ok(s)
+    }
+}
+
+/// A sample from fio's report, the cache growth and the server's usage.
+fn sample(r: &FioResult, growth: pagecache::CacheGrowth, usage: Option<Usage>) -> Sample {
+    let secs = r.runtime_ms as f64 / 1000.0;
+    let iops = r.read_iops + r.write_iops;
+    let requests = iops * secs;
+    let bytes = r.total_mb_s * 1e6 * secs;
+    let per_req = |x: f64| if requests > 0.0 { x / requests } else { 0.0 };
+    let pct = |x: i64| {
+        if bytes > 0.0 {
+            100.0 * x as f64 / bytes
+        } else {
+            0.0
+        }
+    };
+    Sample {
+        iops,
+        mb_s: r.total_mb_s,
+        requests,
+        bytes,
+        client_cpu_pct: r.usr_cpu_pct + r.sys_cpu_pct,
+        disk_queue: None,
+        server_ctx: usage.map(|u| u.ctx()),
+        ctx_per_req: usage.map(|u| per_req(u.ctx() as f64)),
+        cpu_us_per_req: usage.map(|u| per_req(u.cpu_s() * 1e6)),
+        image_growth: growth.file_resident,
+        cached_growth: growth.system_cached,
+        image_growth_pct: pct(growth.file_resident),
+        cached_growth_pct: pct(growth.system_cached),
+    }
+}

@@ -1,0 +1,187 @@
+//! Who serves the image and which fio jobs run against it, with the seed's figures per job.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::fio::FioRw;
+
+/// What serves the image: a server process, or fio on the file itself.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Subject {
+    /// `vecio nbd --cache=none --aio=uring`: direct and asynchronous, the seed's "after".
+    VecioDirect,
+    /// `vecio nbd --cache=writeback --aio=uring`: buffered, through the page cache.
+    VecioBuffered,
+    /// `qemu-nbd --cache=none --aio=io_uring`.
+    QemuNbd,
+    /// nbdkit's file plugin with its default (page-cache) behaviour.
+    Nbdkit,
+    /// fio's own `io_uring` engine with `O_DIRECT` on the file: the device's limit.
+    FioDirect,
+}
+
+impl Subject {
+    /// Every subject, in table order.
+    pub const ALL: [Subject; 5] = [
+        Subject::VecioDirect,
+        Subject::VecioBuffered,
+        Subject::QemuNbd,
+        Subject::Nbdkit,
+        Subject::FioDirect,
+    ];
+
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subject::VecioDirect => "vecio nbd none+uring",
+            Subject::VecioBuffered => "vecio nbd writeback+uring",
+            Subject::QemuNbd => "qemu-nbd none+io_uring",
+            Subject::Nbdkit => "nbdkit file",
+            Subject::FioDirect => "fio io_uring direct (limit)",
+        }
+    }
+
+    /// A short key for file names.
+    pub(super) fn key(self) -> &'static str {
+        match self {
+            Subject::VecioDirect => "vecio-direct",
+            Subject::VecioBuffered => "vecio-buffered",
+            Subject::QemuNbd => "qemu-nbd",
+            Subject::Nbdkit => "nbdkit",
+            Subject::FioDirect => "fio-direct",
+        }
+    }
+
+    /// The peer program it needs from `PATH`, for the peers.
+    pub(super) fn peer_program(self) -> Option<&'static str> {
+        match self {
+            Subject::QemuNbd => Some("qemu-nbd"),
+            Subject::Nbdkit => Some("nbdkit"),
+            _ => None,
+        }
+    }
+
+    /// The command serving `image` on `socket`; `None` for fio on the file.
+    pub(super) fn command(self, vecio: &Path, image: &Path, socket: &Path) -> Option<Command> {
+        let c = match self {
+            Subject::VecioDirect | Subject::VecioBuffered => {
+                let mut c = Command::new(vecio);
+                c.arg("nbd").arg("-U").arg(socket);
+                c.arg(if self == Subject::VecioDirect {
+                    "--cache=none"
+                } else {
+                    "--cache=writeback"
+                });
+                c.arg("--aio=uring").arg(image);
+                c
+            }
+            Subject::QemuNbd => {
+                let mut c = Command::new("qemu-nbd");
+                c.args([
+                    "--cache=none",
+                    "--aio=io_uring",
+                    "--format=raw",
+                    "--persistent",
+                ]);
+                c.arg(format!("--socket={}", socket.display())).arg(image);
+                c
+            }
+            Subject::Nbdkit => {
+                let mut c = Command::new("nbdkit");
+                c.args(["--foreground", "--exit-with-parent", "--unix"]);
+                c.arg(socket).arg("file");
+                c.arg(format!("file={}", image.display()));
+                c
+            }
+            Subject::FioDirect => return None,
+        };
+        Some(c)
+    }
+}
+
+/// One fio job of the table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Job {
+    /// 4 KiB random reads (the seed's `randread`).
+    RandRead4k,
+    /// 4 KiB random writes (the seed's `randwrite`).
+    RandWrite4k,
+    /// 128 KiB sequential reads (the seed's `read`).
+    Read128k,
+    /// 128 KiB sequential writes (the seed's `write`).
+    Write128k,
+}
+
+impl Job {
+    /// Every job, in the seed's column order.
+    pub const ALL: [Job; 4] = [
+        Job::RandRead4k,
+        Job::Read128k,
+        Job::RandWrite4k,
+        Job::Write128k,
+    ];
+
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::RandRead4k => "4k randread",
+            Job::RandWrite4k => "4k randwrite",
+            Job::Read128k => "128k read",
+            Job::Write128k => "128k write",
+        }
+    }
+
+    /// fio's `--rw`.
+    pub fn rw(self) -> FioRw {
+        match self {
+            Job::RandRead4k => FioRw::RandRead,
+            Job::RandWrite4k => FioRw::RandWrite,
+            Job::Read128k => FioRw::Read,
+            Job::Write128k => FioRw::Write,
+        }
+    }
+
+    /// Block size in bytes.
+    pub fn bs(self) -> u64 {
+        match self {
+            Job::RandRead4k | Job::RandWrite4k => 4096,
+            Job::Read128k | Job::Write128k => 128 << 10,
+        }
+    }
+
+    /// True when the job is reported in IOPS (4 KiB), false for MB/s (128 KiB).
+    pub fn in_iops(self) -> bool {
+        self.bs() == 4096
+    }
+
+    /// The seed's column for this job.
+    pub fn seed_column(self) -> &'static str {
+        match self {
+            Job::RandRead4k => "randread",
+            Job::RandWrite4k => "randwrite",
+            Job::Read128k => "read",
+            Job::Write128k => "write",
+        }
+    }
+
+    /// The seed's IOPS: `(fio jobs, base, loop dio+aio)` for its two tests.
+    pub fn seed_iops(self) -> [(u32, f64, f64); 2] {
+        match self {
+            Job::RandRead4k => [(16, 240.0, 242.0), (1, 109.0, 114.0)],
+            Job::Read128k => [(16, 8705.0, 9258.0), (1, 21180.0, 21018.0)],
+            Job::RandWrite4k => [(16, 3763.0, 4577.0), (1, 4192.0, 5404.0)],
+            Job::Write128k => [(16, 20914.0, 21451.0), (1, 22782.0, 22670.0)],
+        }
+    }
+
+    /// The seed's change of context switches with dio+aio `(16 jobs, 1 job)`, where it gives one.
+    pub fn seed_ctx_change(self) -> Option<(f64, f64)> {
+        match self {
+            Job::RandRead4k => Some((-0.16, -0.10)),
+            Job::Read128k => Some((-0.33, -0.50)),
+            _ => None,
+        }
+    }
+}

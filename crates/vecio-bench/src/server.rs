@@ -1,0 +1,313 @@
+//! A server measured as a separate process: start it on a Unix socket, wait until the socket
+//! accepts connections, stop it (SIGTERM, then SIGKILL) and collect what the whole process
+//! consumed from `wait4(2)`.
+//!
+//! `wait4`'s `rusage` covers every thread the process ever had, including the per-connection
+//! threads that exit when a client disconnects; `/proc/PID/task/*/status` forgets those, so a
+//! server is started for each measurement and its usage read when it is reaped.
+//!
+//! A [`ServerProcess`] that is dropped without [`ServerProcess::stop`] (an error, a panic) is
+//! still signalled and reaped, and every server dies with the thread that started it
+//! (`PR_SET_PDEATHSIG`), so no server outlives the benchmark.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::rusage::Usage;
+
+/// How long a server may take to accept connections after it starts.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a server may take to exit after SIGTERM before it gets SIGKILL.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often the start and stop loops look again.
+const POLL: Duration = Duration::from_millis(5);
+
+/// A running server process listening on a Unix socket.
+#[derive(Debug)]
+pub struct ServerProcess {
+    /// `None` once the process has been reaped.
+    child: Option<Child>,
+    /// Program name, for messages.
+    name: String,
+    /// The socket it listens on.
+    socket: PathBuf,
+    /// Its standard output and error.
+    log: PathBuf,
+}
+
+impl ServerProcess {
+    /// Starts `cmd` with its output appended to `log` and waits (up to [`START_TIMEOUT`]) until
+    /// `socket` accepts a connection. The probe connection is closed at once, before any
+    /// handshake. Fails, with the end of the log, if the process exits or never listens.
+    pub fn start(mut cmd: Command, socket: &Path, log: &Path) -> Result<ServerProcess> {
+        let name = cmd.get_program().to_string_lossy().into_owned();
+        let out = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("creating {}", log.display()))?;
+        let err = out.try_clone().context("duplicating the log file")?;
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+        // SAFETY: the closure runs in the child between fork and exec and only calls prctl(2),
+        // which is async-signal-safe; it allocates nothing and touches no lock.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {name}"))?;
+        // From here on, dropping `server` stops the process, whatever goes wrong.
+        let mut server = ServerProcess {
+            child: Some(child),
+            name,
+            socket: socket.to_path_buf(),
+            log: log.to_path_buf(),
+        };
+        server.wait_listening()?;
+        Ok(server)
+    }
+
+    /// Polls until the socket accepts a connection or the process exits.
+    fn wait_listening(&mut self) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if let Ok(probe) = UnixStream::connect(&self.socket) {
+                drop(probe);
+                return Ok(());
+            }
+            let exited = match &mut self.child {
+                Some(c) => c.try_wait().context("waiting for the server")?,
+                None => bail!("{} was already reaped", self.name),
+            };
+            if let Some(status) = exited {
+                self.child = None;
+                bail!(
+                    "{} exited ({status}) before listening on {}: {}",
+                    self.name,
+                    self.socket.display(),
+                    log_tail(&self.log)
+                );
+            }
+            if start.elapsed() > START_TIMEOUT {
+                bail!(
+                    "{} did not listen on {} within {:?}: {}",
+                    self.name,
+                    self.socket.display(),
+                    START_TIMEOUT,
+                    log_tail(&self.log)
+                );
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The socket the server listens on.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The `nbd+unix` URI of the server's default export.
+    pub fn nbd_uri(&self) -> String {
+        format!("nbd+unix:///?socket={}", self.socket.display())
+    }
+
+    /// Stops the server (SIGTERM, SIGKILL after [`STOP_TIMEOUT`]), reaps it and returns what
+    /// the whole process consumed over its life, every thread included (`wait4(2)`).
+    pub fn stop(mut self) -> Result<Usage> {
+        let name = self.name.clone();
+        self.terminate()
+            .with_context(|| format!("stopping {name}"))?
+            .with_context(|| format!("{name} was already reaped"))
+    }
+
+    /// Signals and reaps the process if it has not been reaped yet.
+    fn terminate(&mut self) -> io::Result<Option<Usage>> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(None);
+        };
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) only reads its integer arguments; `pid` is our unreaped child, so
+        // the id cannot have been reused by another process.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        loop {
+            if let Some(usage) = wait4(pid, true)? {
+                return Ok(Some(usage));
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        tracing::warn!(server = %self.name, "no exit after SIGTERM; sending SIGKILL");
+        child.kill()?;
+        loop {
+            if let Some(usage) = wait4(pid, false)? {
+                return Ok(Some(usage));
+            }
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if let Err(e) = self.terminate() {
+            tracing::warn!(server = %self.name, error = %e, "stopping the server");
+        }
+    }
+}
+
+/// `wait4(pid)`: the child's resource usage once it has exited, `None` while it runs (with
+/// `nohang`). Retries on EINTR.
+fn wait4(pid: libc::pid_t, nohang: bool) -> io::Result<Option<Usage>> {
+    let flags = if nohang { libc::WNOHANG } else { 0 };
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `rusage` is plain old data; all zeroes is a valid value, overwritten by the
+        // kernel when the child is reaped.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `status` and `ru` are valid, writable and outlive the call.
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
+        if r == pid {
+            return Ok(Some(Usage {
+                user_s: timeval_s(ru.ru_utime),
+                sys_s: timeval_s(ru.ru_stime),
+                vol_ctx: u64::try_from(ru.ru_nvcsw).unwrap_or(0),
+                invol_ctx: u64::try_from(ru.ru_nivcsw).unwrap_or(0),
+            }));
+        }
+        if r == 0 {
+            return Ok(None);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// A `timeval` in seconds.
+fn timeval_s(tv: libc::timeval) -> f64 {
+    tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
+}
+
+/// The last lines of a server's log, on one line, for an error message.
+fn log_tail(log: &Path) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = File::open(log) {
+        let len = f.metadata().map_or(0, |m| m.len());
+        let _ = f.seek(SeekFrom::Start(len.saturating_sub(2048)));
+        let _ = f.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        "it printed nothing".to_string()
+    } else {
+        lines[lines.len().saturating_sub(4)..].join(" | ")
+    }
+}
+
+/// The full path of `program` found in `PATH`, if it is there and executable.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal listener: python3 accepting and closing connections (`None` without python3).
+    fn listener(socket: &Path) -> Option<Command> {
+        if let Some(py) = find_program("python3") {
+            let mut c = Command::new(py);
+            c.args([
+                "-c",
+                "import socket,sys,time\n\
+                 s=socket.socket(socket.AF_UNIX)\n\
+                 s.bind(sys.argv[1]); s.listen(8)\n\
+                 while True: s.accept()[0].close()",
+            ])
+            .arg(socket);
+            return Some(c);
+        }
+        None
+    }
+
+    #[test]
+    fn starts_waits_and_reaps_with_usage() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("s.sock");
+        let Some(cmd) = listener(&socket) else {
+            println!("skipped: python3 is not installed");
+            return Ok(());
+        };
+        let server = ServerProcess::start(cmd, &socket, &dir.path().join("log"))?;
+        let pid = server.pid().context("pid")?;
+        assert!(Path::new(&format!("/proc/{pid}")).exists());
+        assert!(server.nbd_uri().ends_with("s.sock"));
+        let usage = server.stop()?;
+        assert!(usage.cpu_s() > 0.0, "python used some CPU: {usage:?}");
+        assert!(!Path::new(&format!("/proc/{pid}/status")).exists());
+        Ok(())
+    }
+
+    #[test]
+    fn drop_stops_the_server() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let socket = dir.path().join("s.sock");
+        let Some(cmd) = listener(&socket) else {
+            println!("skipped: python3 is not installed");
+            return Ok(());
+        };
+        let server = ServerProcess::start(cmd, &socket, &dir.path().join("log"))?;
+        let pid = server.pid().context("pid")?;
+        drop(server);
+        assert!(!Path::new(&format!("/proc/{pid}/status")).exists());
+        Ok(())
+    }
+
+    #[test]
+    fn a_server_that_exits_is_reported_with_its_output() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo cannot open the image >&2; exit 3"]);
+        let err = ServerProcess::start(cmd, &dir.path().join("s"), &dir.path().join("log"))
+            .err()
+            .context("a server that exits must fail to start")?;
+        let text = format!("{err:#}");
+        assert!(text.contains("cannot open the image"), "{text}");
+        Ok(())
+    }
+
+    #[test]
+    fn finds_programs_in_path() {
+        assert!(find_program("sh").is_some());
+        assert!(find_program("no-such-program-vecio").is_none());
+    }
+}

@@ -1,0 +1,150 @@
+//! `vecio bench loop` as a user runs it: every server that is installed serves every fio job
+//! with a real figure, the direct server leaves nothing of the image in the page cache while
+//! the buffered one does, peers that are missing are named with the reason, and no server
+//! process outlives the command. Skips, saying why, where fio or its nbd engine is missing.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn vecio(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .args(args)
+        .current_dir(dir)
+        .env("VECIO_NO_PROGRESS", "1")
+        .output()
+        .expect("running vecio")
+}
+
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("vecio-loop-cli-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// Why fio cannot be the NBD client here, if it cannot.
+fn fio_missing() -> Option<&'static str> {
+    match Command::new("fio").arg("--enghelp=nbd").output() {
+        Err(_) => Some("fio is not installed (run scripts/setup)"),
+        Ok(o) if !o.status.success() => Some("fio has no nbd engine (built without libnbd)"),
+        Ok(_) => None,
+    }
+}
+
+fn installed(program: &str) -> bool {
+    Command::new(program).arg("--version").output().is_ok()
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(needle) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn bench_loop_measures_every_server_and_job() {
+    if let Some(why) = fio_missing() {
+        println!("skipped: {why}");
+        return;
+    }
+    let dir = scratch_dir();
+    let out = vecio(
+        dir.path(),
+        &[
+            "bench",
+            "loop",
+            "--size",
+            "32M",
+            "--runtime",
+            "0.3",
+            "--repeat",
+            "1",
+            "--json",
+            "l.json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    for want in ["4k randread", "128k write", "The seed", "Targets"] {
+        assert!(stdout.contains(want), "{want} missing from:\n{stdout}");
+    }
+    let leftover = processes_mentioning(&dir.path().display().to_string());
+    assert!(leftover.is_empty(), "servers left running: {leftover:?}");
+
+    let text = std::fs::read_to_string(dir.path().join("l.json")).unwrap();
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let skipped = j["skipped"].as_array().unwrap();
+    let mut subjects = vec!["VecioDirect", "VecioBuffered", "FioDirect"];
+    for (subject, program) in [("QemuNbd", "qemu-nbd"), ("Nbdkit", "nbdkit")] {
+        match skipped.iter().find(|s| s["subject"] == subject) {
+            Some(s) => {
+                assert!(
+                    !installed(program),
+                    "{program} is installed but skipped: {s}"
+                );
+                println!("skipped {program}: {}", s["reason"]);
+            }
+            None => subjects.push(subject),
+        }
+    }
+    let cells = j["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), subjects.len() * 4, "{subjects:?}");
+    for subject in &subjects {
+        for job in ["RandRead4k", "RandWrite4k", "Read128k", "Write128k"] {
+            let c = cells
+                .iter()
+                .find(|c| c["subject"] == *subject && c["job"] == job)
+                .unwrap_or_else(|| panic!("{subject} {job} not measured"));
+            let samples = c["samples"].as_array().unwrap();
+            assert_eq!(samples.len(), 1);
+            let s = &samples[0];
+            for field in ["iops", "mb_s", "requests", "bytes"] {
+                let v = s[field].as_f64().unwrap();
+                assert!(v > 0.0, "{subject} {job}: {field} = {v}");
+            }
+            if *subject != "FioDirect" {
+                let ctx = s["ctx_per_req"].as_f64();
+                assert!(ctx.is_some_and(|v| v >= 0.0), "{subject} {job}: {s}");
+                let cpu = s["cpu_us_per_req"].as_f64();
+                assert!(cpu.is_some_and(|v| v > 0.0), "{subject} {job}: {s}");
+            }
+            let growth = s["image_growth"].as_i64().unwrap();
+            if *subject == "VecioDirect" {
+                assert!(growth <= 0, "direct I/O cached the image: {s}");
+            }
+            if *subject == "VecioBuffered" && job == "Read128k" {
+                assert!(growth > 0, "buffered reads must fill the cache: {s}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bench_loop_refuses_a_tiny_image() {
+    let dir = scratch_dir();
+    let out = vecio(dir.path(), &["bench", "loop", "--size", "1M"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--size") || stderr.contains("fio"),
+        "{stderr}"
+    );
+}
