@@ -36,6 +36,9 @@ use crate::stream::{wait, ShutdownHandle, Stream};
 
 /// Bytes of request buffers a connection may hold before it stops reading requests (one
 /// more request of up to the maximum payload may still be admitted).
+/// Longest wait on the disk before looking at the socket again, while more requests fit.
+const SOCKET_LOOK: std::time::Duration = std::time::Duration::from_micros(50);
+
 const HELD_LIMIT: usize = 32 << 20;
 /// Requests in flight per connection, at most.
 const MAX_IN_FLIGHT: usize = 128;
@@ -361,9 +364,16 @@ impl Conn {
         Ok(())
     }
 
-    /// Waits for at least one completion and handles what is ready.
+    /// Waits for at least one completion and handles what is ready. While the connection could
+    /// take more requests, the wait on the disk is bounded (`SOCKET_LOOK`), so requests that
+    /// arrive meanwhile are read and go to the disk beside those in flight, instead of waiting
+    /// for a completion; the device sees the client's queue depth.
     fn wait_io(&mut self) -> Result<()> {
-        self.queue.submit_and_wait(1)?;
+        if self.closing.is_none() && self.can_admit() {
+            self.queue.submit_and_wait_timeout(SOCKET_LOOK)?;
+        } else {
+            self.queue.submit_and_wait(1)?;
+        }
         self.complete()
     }
 

@@ -87,7 +87,7 @@ fn nbdcopy_round_trip(tcp: bool, cache: Cache) {
     if !have("nbdcopy") {
         return;
     }
-    let size = 96usize << 20;
+    let size = 256usize << 20; // the size the issue names
     let mut srv = start(Opts {
         size: size as u64,
         tcp,

@@ -385,6 +385,23 @@ impl Queue {
         }
     }
 
+    /// Hands everything pushed to the kernel and waits up to `timeout` for at least one
+    /// completion (for a server that also watches a socket); engines that cannot bound the
+    /// wait wait for one.
+    pub fn submit_and_wait_timeout(&mut self, timeout: std::time::Duration) -> Result<()> {
+        if !self.ready.is_empty() || self.in_flight == 0 {
+            return self.submit();
+        }
+        self.engine
+            .submit_and_wait_timeout(1, timeout)
+            .map_err(|source| Error::Engine {
+                engine: self.engine.name(),
+                source,
+            })?;
+        self.collect();
+        Ok(())
+    }
+
     /// Moves every finished request into `out`.
     pub fn reap(&mut self, out: &mut Vec<Completion>) {
         self.collect();

@@ -154,6 +154,18 @@ pub trait Engine: Send {
     /// (fewer if fewer are outstanding).
     fn submit_and_wait(&mut self, want: usize) -> io::Result<()>;
 
+    /// As [`submit_and_wait`](Self::submit_and_wait), but gives up waiting after `timeout`
+    /// (fewer than `want` completions may be ready then). Engines that cannot bound the wait
+    /// wait for `want` as usual.
+    fn submit_and_wait_timeout(
+        &mut self,
+        want: usize,
+        timeout: std::time::Duration,
+    ) -> io::Result<()> {
+        let _ = timeout;
+        self.submit_and_wait(want)
+    }
+
     /// Moves every ready completion into `out`.
     fn reap(&mut self, out: &mut Vec<Cqe>);
 

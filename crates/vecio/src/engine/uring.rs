@@ -272,6 +272,36 @@ impl Engine for UringEngine {
         self.enter(want)
     }
 
+    fn submit_and_wait_timeout(
+        &mut self,
+        want: usize,
+        timeout: std::time::Duration,
+    ) -> io::Result<()> {
+        self.counters.submits += 1;
+        let ready = self.ring.completion().len();
+        let want = want.min(self.in_flight).saturating_sub(ready);
+        if want == 0 {
+            return self.enter(0);
+        }
+        let ts = types::Timespec::new()
+            .sec(timeout.as_secs())
+            .nsec(timeout.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        self.counters.syscalls += 1;
+        match self.ring.submitter().submit_with_args(want, &args) {
+            Ok(_) => {
+                self.queued = 0;
+                Ok(())
+            }
+            // ETIME: the time ran out (what was queued was still submitted); EINTR: a signal.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR)) => {
+                self.queued = 0;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     fn reap(&mut self, out: &mut Vec<Cqe>) {
         for cqe in self.ring.completion() {
             out.push(Cqe {
