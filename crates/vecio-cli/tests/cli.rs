@@ -2,24 +2,12 @@
 //! prints its table, and writes JSON whose figures are real measurements; bad input exits 2
 //! (usage) or 1 (failure) with one line.
 
+mod common;
+
+use common::{scratch_dir, vecio};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn vecio(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .args(args)
-        .current_dir(dir)
-        .env("VECIO_NO_PROGRESS", "1")
-        .output()
-        .expect("running vecio")
-}
-
-fn scratch_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("vecio-cli-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
+use std::process::Command;
 
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -27,7 +15,7 @@ fn json(path: &Path) -> serde_json::Value {
 
 #[test]
 fn bench_writev_measures_every_row_and_engine() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-cli-");
     let out = vecio(
         dir.path(),
         &[
@@ -90,7 +78,7 @@ fn bench_writev_measures_every_row_and_engine() {
 
 #[test]
 fn bench_nowait_reports_every_workload_and_config() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-cli-");
     let out = vecio(
         dir.path(),
         &[
@@ -136,7 +124,7 @@ fn bench_nowait_reports_every_workload_and_config() {
 
 #[test]
 fn bench_callcost_times_every_variant() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-cli-");
     let out = vecio(
         dir.path(),
         &[
@@ -170,7 +158,7 @@ fn callgrind_counts_are_repeatable_when_valgrind_is_installed() {
         println!("skipped: valgrind is not installed (scripts/setup installs it)");
         return;
     }
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-cli-");
     let page = dir.path().join("page");
     std::fs::write(&page, vec![1u8; 8192]).unwrap();
     let count = || {
@@ -207,7 +195,7 @@ fn callgrind_counts_are_repeatable_when_valgrind_is_installed() {
 
 #[test]
 fn bad_arguments_exit_2_and_failures_exit_1_with_one_line() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-cli-");
     let out = vecio(dir.path(), &["bench", "writev", "--size", "12Q"]);
     assert_eq!(out.status.code(), Some(2));
     let out = vecio(dir.path(), &["bench", "writev", "--engines", "warp"]);

@@ -3,24 +3,11 @@
 //! the buffered one does, peers that are missing are named with the reason, and no server
 //! process outlives the command. Skips, saying why, where fio or its nbd engine is missing.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn vecio(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .args(args)
-        .current_dir(dir)
-        .env("VECIO_NO_PROGRESS", "1")
-        .output()
-        .expect("running vecio")
-}
+use common::{scratch_dir, vecio};
 
-fn scratch_dir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("vecio-loop-cli-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
+use std::process::Command;
 
 /// Why fio cannot be the NBD client here, if it cannot.
 fn fio_missing() -> Option<&'static str> {
@@ -59,7 +46,7 @@ fn bench_loop_measures_every_server_and_job() {
         println!("skipped: {why}");
         return;
     }
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-loop-cli-");
     let out = vecio(
         dir.path(),
         &[
@@ -138,7 +125,7 @@ fn bench_loop_measures_every_server_and_job() {
 
 #[test]
 fn bench_loop_refuses_a_tiny_image() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("vecio-loop-cli-");
     let out = vecio(dir.path(), &["bench", "loop", "--size", "1M"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
