@@ -345,13 +345,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
 
 fn ratio_to_raw(r: &CallcostReport, v: &VariantFigures) -> Option<f64> {
     let raw = r.variants.iter().find(|x| x.variant == Variant::RawPread)?;
-    let pairs: Vec<f64> = v
-        .ns_samples
-        .iter()
-        .zip(&raw.ns_samples)
-        .map(|(a, b)| a / b)
-        .collect();
-    crate::stats::median(&pairs)
+    crate::stats::paired_median(&v.ns_samples, &raw.ns_samples)
 }
 
 fn instr_ratio(r: &CallcostReport, v: &VariantFigures) -> Option<f64> {

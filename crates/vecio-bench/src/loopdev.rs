@@ -32,7 +32,7 @@ use crate::progress::Phase;
 use crate::rusage::Usage;
 use crate::scratch::ScratchFile;
 use crate::server::{find_program, ServerProcess};
-use crate::stats::{median, Summary};
+use crate::stats::{median, paired_median, Summary};
 
 pub use render::{render, targets};
 pub use subjects::{Job, Subject};
@@ -204,15 +204,8 @@ impl LoopReport {
     /// Median over the repetitions of `a`'s headline figure over `b`'s in the same repetition
     /// (both measured back to back).
     pub fn ratio(&self, job: Job, a: Subject, b: Subject) -> Option<f64> {
-        let (a, b) = (self.cell(a, job)?, self.cell(b, job)?);
-        let r: Vec<f64> = a
-            .samples
-            .iter()
-            .zip(&b.samples)
-            .filter(|(_, y)| y.figure(job) > 0.0)
-            .map(|(x, y)| x.figure(job) / y.figure(job))
-            .collect();
-        median(&r)
+        let figures = |c: &Cell| c.samples.iter().map(|s| s.figure(job)).collect::<Vec<_>>();
+        paired_median(&figures(self.cell(a, job)?), &figures(self.cell(b, job)?))
     }
 }
 
@@ -306,15 +299,12 @@ fn summary(v: impl Iterator<Item = f64>) -> Summary {
 }
 
 fn prepare_image(opts: &LoopOptions) -> Result<ScratchFile> {
-    let phase = Phase::bytes("preparing image", opts.size);
-    let scratch = ScratchFile::prepare_with_progress(
+    ScratchFile::prepare_with_bar(
+        "preparing image",
         opts.dir.as_deref(),
         opts.file.clone(),
         opts.size,
-        &mut |done| phase.set_position(done),
-    )?;
-    phase.finish();
-    Ok(scratch)
+    )
 }
 
 /// Where the servers run: the image, the socket directory, the vecio binary.

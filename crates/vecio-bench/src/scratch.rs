@@ -50,6 +50,21 @@ impl ScratchFile {
         Self::prepare_with_progress(dir, path, size, &mut |_| {})
     }
 
+    /// [`prepare_with_progress`](Self::prepare_with_progress) behind a byte-count progress
+    /// bar named `label`.
+    pub fn prepare_with_bar(
+        label: &str,
+        dir: Option<&Path>,
+        path: Option<PathBuf>,
+        size: u64,
+    ) -> Result<ScratchFile> {
+        let phase = crate::progress::Phase::bytes(label, size);
+        let scratch =
+            Self::prepare_with_progress(dir, path, size, &mut |done| phase.set_position(done))?;
+        phase.finish();
+        Ok(scratch)
+    }
+
     /// Prepares a file of at least `size` bytes, calling `progress` with the bytes written so
     /// far while filling a created file.
     ///

@@ -71,6 +71,19 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     })
 }
 
+/// Median of `a[i] / b[i]` over the pairs with `b[i] > 0`: the ratio of two things measured
+/// back to back in each repetition, which cancels the drift of a shared machine between
+/// repetitions. `None` when no pair counts.
+pub fn paired_median(a: &[f64], b: &[f64]) -> Option<f64> {
+    let r: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(_, &b)| b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect();
+    median(&r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ use crate::meta::RunMeta;
 use crate::progress::Phase;
 use crate::rusage::Usage;
 use crate::scratch::ScratchFile;
-use crate::stats::{median, Summary};
+use crate::stats::{median, paired_median, Summary};
 use crate::table::Table;
 
 /// Segments per request.
@@ -241,17 +241,6 @@ impl RowFigures {
     }
 }
 
-/// Median of `a[i] / b[i]`.
-fn paired_median(a: &[f64], b: &[f64]) -> Option<f64> {
-    let r: Vec<f64> = a
-        .iter()
-        .zip(b)
-        .filter(|(_, &b)| b > 0.0)
-        .map(|(a, b)| a / b)
-        .collect();
-    median(&r)
-}
-
 impl RowFigures {}
 
 /// Everything `vecio bench writev` measured.
@@ -357,15 +346,12 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
 }
 
 fn prepare_file(opts: &WritevOptions) -> Result<ScratchFile> {
-    let phase = Phase::bytes("preparing scratch file", opts.size);
-    let scratch = ScratchFile::prepare_with_progress(
+    ScratchFile::prepare_with_bar(
+        "preparing scratch file",
         opts.dir.as_deref(),
         opts.file.clone(),
         opts.size,
-        &mut |done| phase.set_position(done),
-    )?;
-    phase.finish();
-    Ok(scratch)
+    )
 }
 
 fn summary(samples: &[f64]) -> Summary {

@@ -5,7 +5,7 @@
 use std::io::{IoSlice, IoSliceMut};
 
 use crate::batch::MAX_OFFSET;
-use crate::engine::{SyncEngine, IOV_MAX};
+use crate::engine::{syscall, SyncEngine, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
 use crate::{Batch, Dir, File, IoIter, RwFlags};
 
@@ -172,37 +172,16 @@ impl File {
         offset: u64,
         flags: RwFlags,
     ) -> Result<usize> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(self);
         let mut done = 0usize;
         while done < len {
             let at = offset + done as u64;
-            // SAFETY: done < len, so base + done stays in the caller's buffer.
-            let p = unsafe { base.add(done) };
-            let n = len - done;
-            let iov = libc::iovec {
-                iov_base: p.cast(),
-                iov_len: n,
-            };
-            // SAFETY: p..p+n lies in the buffer the caller lent for this call.
+            // SAFETY: done < len, so base + done..base + len lies in the buffer the caller lent
+            // for this call; the descriptor is this file's. EINTR is retried inside.
             let r = unsafe {
-                match (dir, flags.is_empty()) {
-                    (Dir::Dest, true) => libc::pread(fd, p.cast(), n, at as libc::off_t),
-                    (Dir::Source, true) => libc::pwrite(fd, p.cast(), n, at as libc::off_t),
-                    (Dir::Dest, false) => {
-                        libc::preadv2(fd, &iov, 1, at as libc::off_t, flags.to_kernel())
-                    }
-                    (Dir::Source, false) => {
-                        libc::pwritev2(fd, &iov, 1, at as libc::off_t, flags.to_kernel())
-                    }
-                }
+                syscall::single(self.raw_fd(), dir, flags, base.add(done), len - done, at)
             };
             if r < 0 {
-                let errno = std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO);
-                if errno == libc::EINTR {
-                    continue;
-                }
+                let errno = -r as i32;
                 return if done > 0 {
                     Ok(done)
                 } else {

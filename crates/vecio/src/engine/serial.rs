@@ -29,7 +29,17 @@ impl SerialEngine {
                 continue;
             }
             self.counters.syscalls += 1;
-            let r = syscall::single(op, s.iov_base.cast(), s.iov_len, offset);
+            // SAFETY: the pusher keeps fd and buffers valid until the completion is reaped.
+            let r = unsafe {
+                syscall::single(
+                    op.fd,
+                    op.dir,
+                    op.flags,
+                    s.iov_base.cast(),
+                    s.iov_len,
+                    offset,
+                )
+            };
             if r < 0 {
                 return if done > 0 { done } else { r };
             }

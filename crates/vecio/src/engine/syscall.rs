@@ -1,7 +1,9 @@
 //! The blocking system calls of the synchronous engines, on raw iovecs.
 
+use std::os::fd::RawFd;
+
 use crate::engine::Op;
-use crate::Dir;
+use crate::{Dir, RwFlags};
 
 /// One `preadv2`/`pwritev2` for the whole op; `EINTR` is retried. Returns bytes or `-errno`.
 pub(crate) fn vectored(op: &Op) -> i64 {
@@ -33,23 +35,30 @@ pub(crate) fn vectored(op: &Op) -> i64 {
 
 /// One `pread`/`pwrite` (or `preadv2`/`pwritev2` of one segment when flags are set) of
 /// `len` bytes at `base`; `EINTR` is retried. Returns bytes or `-errno`.
-pub(crate) fn single(op: &Op, base: *mut u8, len: usize, offset: u64) -> i64 {
+///
+/// # Safety
+/// `fd` is open and `base..base + len` is valid for the transfer's direction.
+pub(crate) unsafe fn single(
+    fd: RawFd,
+    dir: Dir,
+    flags: RwFlags,
+    base: *mut u8,
+    len: usize,
+    offset: u64,
+) -> i64 {
     let iov = libc::iovec {
         iov_base: base.cast(),
         iov_len: len,
     };
+    let at = offset as libc::off_t;
     loop {
-        // SAFETY: base..base+len lies in a buffer the pusher keeps valid (Engine::push).
+        // SAFETY: the caller guarantees fd and base..base+len (this function's contract).
         let r = unsafe {
-            match (op.dir, op.flags.is_empty()) {
-                (Dir::Dest, true) => libc::pread(op.fd, base.cast(), len, offset as libc::off_t),
-                (Dir::Source, true) => libc::pwrite(op.fd, base.cast(), len, offset as libc::off_t),
-                (Dir::Dest, false) => {
-                    libc::preadv2(op.fd, &iov, 1, offset as libc::off_t, op.flags.to_kernel())
-                }
-                (Dir::Source, false) => {
-                    libc::pwritev2(op.fd, &iov, 1, offset as libc::off_t, op.flags.to_kernel())
-                }
+            match (dir, flags.is_empty()) {
+                (Dir::Dest, true) => libc::pread(fd, base.cast(), len, at),
+                (Dir::Source, true) => libc::pwrite(fd, base.cast(), len, at),
+                (Dir::Dest, false) => libc::preadv2(fd, &iov, 1, at, flags.to_kernel()),
+                (Dir::Source, false) => libc::pwritev2(fd, &iov, 1, at, flags.to_kernel()),
             }
         };
         if let Some(v) = done_or_retry(r as i64) {
