@@ -23,6 +23,8 @@ pub enum Command {
     Bench(Bench),
     /// Serve a file or block device over NBD (the user-space loop device).
     Nbd(crate::nbd::NbdArgs),
+    /// Mount a passthrough view of a directory over FUSE (large scatter-gather direct I/O).
+    Fuse(crate::fuse::FuseArgs),
 }
 
 /// The experiments.

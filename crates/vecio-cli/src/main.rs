@@ -2,6 +2,7 @@
 
 mod bench;
 mod cli;
+mod fuse;
 mod nbd;
 mod size;
 
@@ -19,6 +20,7 @@ fn main() {
     let result = match cli.command {
         cli::Command::Bench(b) => bench::run(b),
         cli::Command::Nbd(a) => nbd::run(a),
+        cli::Command::Fuse(a) => fuse::run(a),
     };
     if let Err(e) = result {
         eprintln!("vecio: {}", one_line(&e));

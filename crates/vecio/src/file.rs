@@ -228,6 +228,41 @@ impl File {
                 }
             }
         };
+        Self::finish(fd, shared, direct, opts.read, opts.write, opts.flags)
+    }
+
+    /// Wraps a descriptor the caller opened itself (for example with `openat2` beneath a
+    /// directory, as a file server does), learning what [`File::open`] learns: kind, direct
+    /// mode (`O_DIRECT` in the descriptor's status flags), access mode and alignment. `label`
+    /// names the file in error messages. Fails with [`Error::NotRegular`] unless `fd` is a
+    /// regular file or block device.
+    pub fn from_fd(fd: OwnedFd, label: impl AsRef<Path>, flags: RwFlags) -> Result<File> {
+        let shared: Arc<Path> = Arc::from(label.as_ref());
+        let status = rustix::fs::fcntl_getfl(&fd).map_err(|e| Error::Open {
+            path: shared.clone(),
+            source: e.into(),
+        })?;
+        let (read, write) = match status & OFlags::RWMODE {
+            m if m == OFlags::RDWR => (true, true),
+            m if m == OFlags::WRONLY => (false, true),
+            _ => (true, false),
+        };
+        let direct = status.contains(OFlags::DIRECT);
+        Self::finish(fd, shared, direct, read, write, flags)
+    }
+
+    fn finish(
+        fd: OwnedFd,
+        shared: Arc<Path>,
+        direct: bool,
+        readable: bool,
+        writable: bool,
+        flags: RwFlags,
+    ) -> Result<File> {
+        let open_err = |source: std::io::Error| Error::Open {
+            path: shared.clone(),
+            source,
+        };
         let st = rustix::fs::fstat(&fd).map_err(|e| open_err(e.into()))?;
         let kind = match rustix::fs::FileType::from_raw_mode(st.st_mode) {
             rustix::fs::FileType::RegularFile => FileKind::Regular,
@@ -250,16 +285,16 @@ impl File {
             kind,
             direct,
             align,
-            readable: opts.read,
-            writable: opts.write,
-            base_flags: opts.flags,
+            readable,
+            writable,
+            base_flags: flags,
             offset_mask,
             mem_mask,
             refused: AtomicU32::new(0),
             locks: RangeLock::default(),
             fast: crate::FastReadState::default(),
-            plain_read: !direct && opts.read && opts.flags.is_empty(),
-            plain_write: !direct && opts.write && opts.flags.is_empty(),
+            plain_read: !direct && readable && flags.is_empty(),
+            plain_write: !direct && writable && flags.is_empty(),
             raw,
         })
     }

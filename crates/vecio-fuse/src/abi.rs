@@ -1,0 +1,312 @@
+//! The FUSE kernel ABI (`include/uapi/linux/fuse.h`, protocol 7.45): the request and reply
+//! structs vecio reads and writes, their opcodes and flags. Structs are `repr(C)` with the
+//! kernel's explicit padding; zerocopy checks at compile time that they have no hidden padding,
+//! so a request can be read from, and a reply written to, plain bytes without `unsafe`.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Major protocol version vecio speaks.
+pub const KERNEL_VERSION: u32 = 7;
+/// Highest minor protocol version vecio knows.
+pub const KERNEL_MINOR_VERSION: u32 = 45;
+/// Node id of the root directory.
+pub const ROOT_ID: u64 = 1;
+/// The smallest read buffer the kernel accepts on `/dev/fuse`.
+pub const MIN_READ_BUFFER: usize = 8192;
+
+/// Request opcodes (`enum fuse_opcode`).
+#[allow(missing_docs)]
+pub mod opcode {
+    pub const LOOKUP: u32 = 1;
+    pub const FORGET: u32 = 2;
+    pub const GETATTR: u32 = 3;
+    pub const SETATTR: u32 = 4;
+    pub const READLINK: u32 = 5;
+    pub const SYMLINK: u32 = 6;
+    pub const MKNOD: u32 = 8;
+    pub const MKDIR: u32 = 9;
+    pub const UNLINK: u32 = 10;
+    pub const RMDIR: u32 = 11;
+    pub const RENAME: u32 = 12;
+    pub const LINK: u32 = 13;
+    pub const OPEN: u32 = 14;
+    pub const READ: u32 = 15;
+    pub const WRITE: u32 = 16;
+    pub const STATFS: u32 = 17;
+    pub const RELEASE: u32 = 18;
+    pub const FSYNC: u32 = 20;
+    pub const SETXATTR: u32 = 21;
+    pub const GETXATTR: u32 = 22;
+    pub const LISTXATTR: u32 = 23;
+    pub const REMOVEXATTR: u32 = 24;
+    pub const FLUSH: u32 = 25;
+    pub const INIT: u32 = 26;
+    pub const OPENDIR: u32 = 27;
+    pub const READDIR: u32 = 28;
+    pub const RELEASEDIR: u32 = 29;
+    pub const FSYNCDIR: u32 = 30;
+    pub const GETLK: u32 = 31;
+    pub const SETLK: u32 = 32;
+    pub const SETLKW: u32 = 33;
+    pub const ACCESS: u32 = 34;
+    pub const CREATE: u32 = 35;
+    pub const INTERRUPT: u32 = 36;
+    pub const BMAP: u32 = 37;
+    pub const DESTROY: u32 = 38;
+    pub const IOCTL: u32 = 39;
+    pub const POLL: u32 = 40;
+    pub const NOTIFY_REPLY: u32 = 41;
+    pub const BATCH_FORGET: u32 = 42;
+    pub const FALLOCATE: u32 = 43;
+    pub const READDIRPLUS: u32 = 44;
+    pub const RENAME2: u32 = 45;
+    pub const LSEEK: u32 = 46;
+    pub const COPY_FILE_RANGE: u32 = 47;
+    pub const SYNCFS: u32 = 50;
+    pub const TMPFILE: u32 = 51;
+    pub const STATX: u32 = 52;
+}
+
+/// `FUSE_INIT` flags (`flags` holds bits 0-31, `flags2` bits 32-63).
+#[allow(missing_docs)]
+pub mod init_flags {
+    pub const ASYNC_READ: u64 = 1 << 0;
+    pub const POSIX_LOCKS: u64 = 1 << 1;
+    pub const ATOMIC_O_TRUNC: u64 = 1 << 3;
+    pub const EXPORT_SUPPORT: u64 = 1 << 4;
+    pub const BIG_WRITES: u64 = 1 << 5;
+    pub const DONT_MASK: u64 = 1 << 6;
+    pub const FLOCK_LOCKS: u64 = 1 << 10;
+    pub const AUTO_INVAL_DATA: u64 = 1 << 12;
+    pub const DO_READDIRPLUS: u64 = 1 << 13;
+    pub const READDIRPLUS_AUTO: u64 = 1 << 14;
+    pub const ASYNC_DIO: u64 = 1 << 15;
+    pub const WRITEBACK_CACHE: u64 = 1 << 16;
+    pub const PARALLEL_DIROPS: u64 = 1 << 18;
+    pub const HANDLE_KILLPRIV: u64 = 1 << 19;
+    pub const POSIX_ACL: u64 = 1 << 20;
+    pub const ABORT_ERROR: u64 = 1 << 21;
+    pub const MAX_PAGES: u64 = 1 << 22;
+    pub const CACHE_SYMLINKS: u64 = 1 << 23;
+    pub const HANDLE_KILLPRIV_V2: u64 = 1 << 28;
+    pub const INIT_EXT: u64 = 1 << 30;
+    pub const DIRECT_IO_ALLOW_MMAP: u64 = 1 << 36;
+    pub const PASSTHROUGH: u64 = 1 << 37;
+    pub const NO_EXPORT_SUPPORT: u64 = 1 << 38;
+    pub const OVER_IO_URING: u64 = 1 << 41;
+}
+
+/// Flags of an `OPEN`/`CREATE` reply (`FOPEN_*`).
+#[allow(missing_docs)]
+pub mod fopen {
+    pub const DIRECT_IO: u32 = 1 << 0;
+    pub const KEEP_CACHE: u32 = 1 << 1;
+    pub const NOFLUSH: u32 = 1 << 5;
+    pub const PARALLEL_DIRECT_WRITES: u32 = 1 << 6;
+    pub const PASSTHROUGH: u32 = 1 << 7;
+}
+
+/// `fuse_setattr_in.valid` bits (`FATTR_*`).
+#[allow(missing_docs)]
+pub mod fattr {
+    pub const MODE: u32 = 1 << 0;
+    pub const UID: u32 = 1 << 1;
+    pub const GID: u32 = 1 << 2;
+    pub const SIZE: u32 = 1 << 3;
+    pub const ATIME: u32 = 1 << 4;
+    pub const MTIME: u32 = 1 << 5;
+    pub const FH: u32 = 1 << 6;
+    pub const ATIME_NOW: u32 = 1 << 7;
+    pub const MTIME_NOW: u32 = 1 << 8;
+    pub const CTIME: u32 = 1 << 10;
+}
+
+/// `fuse_getattr_in.getattr_flags`: `fh` is valid.
+pub const GETATTR_FH: u32 = 1 << 0;
+/// `fuse_fsync_in.fsync_flags`: data only.
+pub const FSYNC_FDATASYNC: u32 = 1 << 0;
+
+macro_rules! abi_struct {
+    ($(#[$doc:meta] $name:ident { $($field:ident : $ty:ty),* $(,)? })*) => {$(
+        #[$doc]
+        #[allow(missing_docs)]
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+        pub struct $name { $(pub $field: $ty),* }
+    )*};
+}
+
+abi_struct! {
+    /// `struct fuse_in_header`: every request starts with it.
+    InHeader { len: u32, opcode: u32, unique: u64, nodeid: u64, uid: u32, gid: u32, pid: u32,
+        total_extlen: u16, padding: u16 }
+    /// `struct fuse_out_header`: every reply starts with it.
+    OutHeader { len: u32, error: i32, unique: u64 }
+    /// `struct fuse_init_in`.
+    InitIn { major: u32, minor: u32, max_readahead: u32, flags: u32, flags2: u32,
+        unused: [u32; 11] }
+    /// `struct fuse_init_out` (7.43 and later: 64 bytes).
+    InitOut { major: u32, minor: u32, max_readahead: u32, flags: u32, max_background: u16,
+        congestion_threshold: u16, max_write: u32, time_gran: u32, max_pages: u16,
+        map_alignment: u16, flags2: u32, max_stack_depth: u32, request_timeout: u16,
+        unused: [u16; 11] }
+    /// `struct fuse_attr`.
+    Attr { ino: u64, size: u64, blocks: u64, atime: u64, mtime: u64, ctime: u64,
+        atimensec: u32, mtimensec: u32, ctimensec: u32, mode: u32, nlink: u32, uid: u32,
+        gid: u32, rdev: u32, blksize: u32, flags: u32 }
+    /// `struct fuse_entry_out`.
+    EntryOut { nodeid: u64, generation: u64, entry_valid: u64, attr_valid: u64,
+        entry_valid_nsec: u32, attr_valid_nsec: u32, attr: Attr }
+    /// `struct fuse_attr_out`.
+    AttrOut { attr_valid: u64, attr_valid_nsec: u32, dummy: u32, attr: Attr }
+    /// `struct fuse_forget_in`.
+    ForgetIn { nlookup: u64 }
+    /// `struct fuse_forget_one`.
+    ForgetOne { nodeid: u64, nlookup: u64 }
+    /// `struct fuse_batch_forget_in`.
+    BatchForgetIn { count: u32, dummy: u32 }
+    /// `struct fuse_getattr_in`.
+    GetattrIn { getattr_flags: u32, dummy: u32, fh: u64 }
+    /// `struct fuse_setattr_in`.
+    SetattrIn { valid: u32, padding: u32, fh: u64, size: u64, lock_owner: u64, atime: u64,
+        mtime: u64, ctime: u64, atimensec: u32, mtimensec: u32, ctimensec: u32, mode: u32,
+        unused4: u32, uid: u32, gid: u32, unused5: u32 }
+    /// `struct fuse_mknod_in`.
+    MknodIn { mode: u32, rdev: u32, umask: u32, padding: u32 }
+    /// `struct fuse_mkdir_in`.
+    MkdirIn { mode: u32, umask: u32 }
+    /// `struct fuse_rename_in`.
+    RenameIn { newdir: u64 }
+    /// `struct fuse_rename2_in`.
+    Rename2In { newdir: u64, flags: u32, padding: u32 }
+    /// `struct fuse_link_in`.
+    LinkIn { oldnodeid: u64 }
+    /// `struct fuse_open_in`.
+    OpenIn { flags: u32, open_flags: u32 }
+    /// `struct fuse_create_in`.
+    CreateIn { flags: u32, mode: u32, umask: u32, open_flags: u32 }
+    /// `struct fuse_open_out`.
+    OpenOut { fh: u64, open_flags: u32, backing_id: i32 }
+    /// `struct fuse_release_in`.
+    ReleaseIn { fh: u64, flags: u32, release_flags: u32, lock_owner: u64 }
+    /// `struct fuse_flush_in`.
+    FlushIn { fh: u64, unused: u32, padding: u32, lock_owner: u64 }
+    /// `struct fuse_read_in`.
+    ReadIn { fh: u64, offset: u64, size: u32, read_flags: u32, lock_owner: u64, flags: u32,
+        padding: u32 }
+    /// `struct fuse_write_in`.
+    WriteIn { fh: u64, offset: u64, size: u32, write_flags: u32, lock_owner: u64, flags: u32,
+        padding: u32 }
+    /// `struct fuse_write_out`.
+    WriteOut { size: u32, padding: u32 }
+    /// `struct fuse_kstatfs`.
+    Kstatfs { blocks: u64, bfree: u64, bavail: u64, files: u64, ffree: u64, bsize: u32,
+        namelen: u32, frsize: u32, padding: u32, spare: [u32; 6] }
+    /// `struct fuse_fsync_in`.
+    FsyncIn { fh: u64, fsync_flags: u32, padding: u32 }
+    /// `struct fuse_setxattr_in` (without `FUSE_SETXATTR_EXT`).
+    SetxattrIn { size: u32, flags: u32 }
+    /// `struct fuse_getxattr_in`.
+    GetxattrIn { size: u32, padding: u32 }
+    /// `struct fuse_getxattr_out`.
+    GetxattrOut { size: u32, padding: u32 }
+    /// `struct fuse_access_in`.
+    AccessIn { mask: u32, padding: u32 }
+    /// `struct fuse_interrupt_in`.
+    InterruptIn { unique: u64 }
+    /// `struct fuse_fallocate_in`.
+    FallocateIn { fh: u64, offset: u64, length: u64, mode: u32, padding: u32 }
+    /// `struct fuse_lseek_in`.
+    LseekIn { fh: u64, offset: u64, whence: u32, padding: u32 }
+    /// `struct fuse_lseek_out`.
+    LseekOut { offset: u64 }
+    /// `struct fuse_copy_file_range_in`.
+    CopyFileRangeIn { fh_in: u64, off_in: u64, nodeid_out: u64, fh_out: u64, off_out: u64,
+        len: u64, flags: u64 }
+    /// `struct fuse_dirent` without its name.
+    Dirent { ino: u64, off: u64, namelen: u32, typ: u32 }
+    /// `struct fuse_backing_map` (`FUSE_DEV_IOC_BACKING_OPEN`).
+    BackingMap { fd: i32, flags: u32, padding: u64 }
+    /// `struct fuse_uring_ent_in_out`.
+    UringEntInOut { flags: u64, commit_id: u64, payload_sz: u32, padding: u32, reserved: u64 }
+    /// `struct fuse_uring_cmd_req`: the command area of a `FUSE_IO_URING_CMD_*` SQE.
+    UringCmdReq { flags: u64, commit_id: u64, qid: u16, padding: [u8; 6] }
+}
+
+/// Size of the in/out header area of a FUSE-over-io_uring entry.
+pub const URING_IN_OUT_HEADER_SZ: usize = 128;
+/// Size of the per-opcode header area of a FUSE-over-io_uring entry.
+pub const URING_OP_IN_OUT_SZ: usize = 128;
+/// `FUSE_IO_URING_CMD_REGISTER`: register an entry's buffers and fetch a request.
+pub const URING_CMD_REGISTER: u32 = 1;
+/// `FUSE_IO_URING_CMD_COMMIT_AND_FETCH`: reply to a request and fetch the next.
+pub const URING_CMD_COMMIT_AND_FETCH: u32 = 2;
+
+/// `struct fuse_uring_req_header`: the header buffer of a FUSE-over-io_uring entry.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct UringReqHeader {
+    /// `struct fuse_in_header` on the way in, `struct fuse_out_header` on the way out.
+    pub in_out: [u8; URING_IN_OUT_HEADER_SZ],
+    /// The opcode's own header (for example `fuse_read_in`).
+    pub op_in: [u8; URING_OP_IN_OUT_SZ],
+    /// Commit id and payload size.
+    pub ring_ent_in_out: UringEntInOut,
+}
+
+/// `_IOR(229, 0, uint32_t)`: attach a new `/dev/fuse` fd to an existing connection.
+pub const DEV_IOC_CLONE: libc::c_ulong = ior(229, 0, 4);
+/// `_IOW(229, 1, struct fuse_backing_map)`: register a backing file for passthrough.
+pub const DEV_IOC_BACKING_OPEN: libc::c_ulong = iow(229, 1, 16);
+/// `_IOW(229, 2, uint32_t)`: drop a backing-file registration.
+pub const DEV_IOC_BACKING_CLOSE: libc::c_ulong = iow(229, 2, 4);
+
+const fn ioc(
+    dir: libc::c_ulong,
+    typ: libc::c_ulong,
+    nr: libc::c_ulong,
+    size: libc::c_ulong,
+) -> libc::c_ulong {
+    (dir << 30) | (size << 16) | (typ << 8) | nr
+}
+const fn ior(typ: libc::c_ulong, nr: libc::c_ulong, size: libc::c_ulong) -> libc::c_ulong {
+    ioc(2, typ, nr, size)
+}
+const fn iow(typ: libc::c_ulong, nr: libc::c_ulong, size: libc::c_ulong) -> libc::c_ulong {
+    ioc(1, typ, nr, size)
+}
+
+/// Bytes in front of a `WRITE` payload: `fuse_in_header` + `fuse_write_in`.
+pub const WRITE_HEADERS: usize = std::mem::size_of::<InHeader>() + std::mem::size_of::<WriteIn>();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn sizes_match_the_kernel_header() {
+        assert_eq!(size_of::<InHeader>(), 40);
+        assert_eq!(size_of::<OutHeader>(), 16);
+        assert_eq!(size_of::<InitIn>(), 64);
+        assert_eq!(size_of::<InitOut>(), 64);
+        assert_eq!(size_of::<Attr>(), 88);
+        assert_eq!(size_of::<EntryOut>(), 128);
+        assert_eq!(size_of::<AttrOut>(), 104);
+        assert_eq!(size_of::<SetattrIn>(), 88);
+        assert_eq!(size_of::<ReadIn>(), 40);
+        assert_eq!(size_of::<WriteIn>(), 40);
+        assert_eq!(size_of::<Kstatfs>(), 80);
+        assert_eq!(size_of::<CopyFileRangeIn>(), 56);
+        assert_eq!(size_of::<UringReqHeader>(), 288);
+        assert_eq!(size_of::<UringCmdReq>(), 24);
+        assert_eq!(WRITE_HEADERS, 80);
+    }
+
+    #[test]
+    fn ioctl_numbers_match_the_kernel_header() {
+        assert_eq!(DEV_IOC_CLONE, 0x8004_e500);
+        assert_eq!(DEV_IOC_BACKING_OPEN, 0x4010_e501);
+        assert_eq!(DEV_IOC_BACKING_CLOSE, 0x4004_e502);
+    }
+}

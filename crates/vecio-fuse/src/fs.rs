@@ -1,0 +1,134 @@
+//! The passthrough file system's shared state: the inode and handle tables, the `/proc/self/fd`
+//! directory used to reopen an inode for I/O, and the settings every worker reads.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::attr::Timeouts;
+use crate::error::{Errno, Error, OpResult, Result};
+use crate::handle::Handles;
+use crate::inode::{Inode, Inodes};
+
+/// Settings of the file system (as opposed to the mount).
+#[derive(Clone, Debug, Default)]
+pub struct FsConfig {
+    /// Name and attribute cache lifetimes.
+    pub timeouts: Timeouts,
+    /// Refuse every change (the mount is read-only too).
+    pub read_only: bool,
+    /// Open every backing file `O_DIRECT` and reply `FOPEN_DIRECT_IO`, whatever the caller's
+    /// flags (`-o direct_io`).
+    pub direct_io: bool,
+    /// Hand buffered opens to the kernel (`FUSE_PASSTHROUGH`): reads and writes of those files
+    /// never reach the server.
+    pub passthrough: bool,
+}
+
+/// The shared state of one served source directory.
+pub struct Fs {
+    /// Node ids the kernel knows.
+    pub inodes: Inodes,
+    /// Open files and directories.
+    pub handles: Handles,
+    /// Settings.
+    pub cfg: FsConfig,
+    /// The fast-read policy for buffered files.
+    pub policy: vecio::FastReadPolicy,
+    source: PathBuf,
+    proc_fd: OwnedFd,
+    /// A descriptor of the FUSE connection, for passthrough backing-file registration.
+    pub dev: std::sync::OnceLock<OwnedFd>,
+}
+
+impl Fs {
+    /// Opens `source` (a directory) as the root of the served tree.
+    pub fn new(source: &Path, cfg: FsConfig) -> Result<Fs> {
+        let src_err = |source_err: std::io::Error| Error::Source {
+            path: source.to_path_buf(),
+            source: source_err,
+        };
+        let root = rustix::fs::open(
+            source,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| src_err(e.into()))?;
+        let proc_fd = rustix::fs::open(
+            "/proc/self/fd",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::Source {
+            path: "/proc/self/fd".into(),
+            source: e.into(),
+        })?;
+        let inodes =
+            Inodes::new(root).map_err(|e| src_err(std::io::Error::from_raw_os_error(e.0)))?;
+        Ok(Fs {
+            inodes,
+            handles: Handles::default(),
+            cfg,
+            policy: vecio::FastReadPolicy::default(),
+            source: source.to_path_buf(),
+            proc_fd,
+            dev: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Opens inode `inode` for I/O with `flags` through its `/proc/self/fd` magic link, which
+    /// names the inode itself, never a path. Symlinks are not opened (`ELOOP`).
+    pub fn reopen(&self, inode: &Inode, flags: OFlags) -> OpResult<OwnedFd> {
+        if inode.kind == FileType::Symlink {
+            return Err(Errno(libc::ELOOP));
+        }
+        let flags = (flags - (OFlags::CREATE | OFlags::EXCL | OFlags::NOCTTY | OFlags::NOFOLLOW))
+            | OFlags::CLOEXEC;
+        Ok(rustix::fs::openat(
+            &self.proc_fd,
+            inode.proc_name(),
+            flags,
+            Mode::empty(),
+        )?)
+    }
+
+    /// An `O_PATH` descriptor of the inode open as `fd`.
+    pub fn path_fd_of(&self, fd: &OwnedFd) -> OpResult<OwnedFd> {
+        use std::os::fd::AsRawFd;
+        Ok(rustix::fs::openat(
+            &self.proc_fd,
+            fd.as_raw_fd().to_string(),
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?)
+    }
+
+    /// The `/proc/self/fd` path of an inode, for calls that only take a path (xattrs).
+    pub fn proc_path(&self, inode: &Inode) -> OpResult<std::ffi::CString> {
+        if inode.kind == FileType::Symlink {
+            return Err(Errno::NOTSUP);
+        }
+        std::ffi::CString::new(format!("/proc/self/fd/{}", inode.proc_name()))
+            .map_err(|_| Errno::INVAL)
+    }
+
+    /// The `/proc/self/fd` directory.
+    pub fn proc_dir(&self) -> impl AsFd + '_ {
+        self.proc_fd.as_fd()
+    }
+
+    /// A label for error messages about inode `st_ino`.
+    pub fn label(&self, ino: u64) -> PathBuf {
+        self.source.join(format!("<inode {ino}>"))
+    }
+}
+
+/// A name as the kernel sent it, checked to be one component (never `.` or `..`).
+pub fn component(name: &CStr) -> OpResult<&CStr> {
+    match name.to_bytes() {
+        b"." | b".." => Err(Errno::INVAL),
+        _ => Ok(name),
+    }
+}

@@ -1,0 +1,45 @@
+//! vecio fuse: a FUSE passthrough file server built on the vecio engine.
+//!
+//! - Large scatter-gather requests: `max_pages` up to the kernel's limit (256 pages, 1 MiB per
+//!   request), each `READ` and `WRITE` served as one batched vecio submission.
+//! - Write payloads land page-aligned (the request is read so that its headers end on a page
+//!   boundary), so `O_DIRECT` backing files take them without a copy.
+//! - Direct I/O end to end: an `O_DIRECT` open (or `-o direct_io`) gets `FOPEN_DIRECT_IO` and
+//!   parallel direct writes, and a direct backing file whose alignment vecio handles.
+//! - One worker per CPU, each with its own `/dev/fuse` clone and its own ring.
+//! - Confinement: every name is resolved with `openat2(RESOLVE_BENEATH)` from an inode
+//!   descriptor, one component at a time; symlinks are never followed by the server.
+//!
+//! ```no_run
+//! use vecio_fuse::{Config, Server};
+//! # fn main() -> vecio_fuse::Result<()> {
+//! let server = Server::mount("/srv/data".as_ref(), "/mnt/data".as_ref(), Config::default())?;
+//! let unmounter = server.unmounter(); // call unmounter.unmount() from a signal thread
+//! let summary = server.run()?;        // serves until unmounted
+//! println!("{} requests", summary.stats.requests.load(std::sync::atomic::Ordering::Relaxed));
+//! # drop(unmounter); Ok(()) }
+//! ```
+
+pub mod abi;
+mod attr;
+mod creds;
+mod dev;
+mod error;
+mod fs;
+mod handle;
+mod inode;
+mod io;
+mod mount;
+mod ops;
+mod request;
+mod server;
+mod session;
+mod worker;
+
+pub use attr::Timeouts;
+pub use error::{Errno, Error, Result};
+pub use fs::FsConfig;
+pub use mount::MountOptions;
+pub use server::{Config, Server, Summary, Unmounter};
+pub use session::{max_pages_limit, Negotiated};
+pub use worker::WorkerStats;

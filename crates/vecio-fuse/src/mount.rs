@@ -1,0 +1,207 @@
+//! Mounting: `-o` options as FUSE users know them, `mount(2)` of a `/dev/fuse` connection,
+//! and unmounting.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::{Path, PathBuf};
+
+use rustix::mount::{MountFlags, UnmountFlags};
+
+use crate::dev::Channel;
+use crate::error::{Error, Result};
+
+/// Mount options (`-o allow_other,default_permissions,ro,...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountOptions {
+    /// Let users other than the one who mounted access the file system.
+    pub allow_other: bool,
+    /// Let the kernel check permissions from the file modes (recommended with allow_other).
+    pub default_permissions: bool,
+    /// Mount read-only.
+    pub read_only: bool,
+    /// Serve every file with direct I/O, whatever the caller's open flags (`-o direct_io`).
+    pub direct_io: bool,
+    /// Mount flags besides read-only (nosuid, nodev, noexec, noatime...).
+    pub flags: MountFlags,
+    /// The name shown as the mount's source (`fsname=`); default: the source directory.
+    pub fsname: Option<String>,
+    /// The type shown after `fuse.` (`subtype=`); default: `vecio`.
+    pub subtype: String,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            allow_other: false,
+            default_permissions: false,
+            read_only: false,
+            direct_io: false,
+            flags: MountFlags::NOSUID | MountFlags::NODEV,
+            fsname: None,
+            subtype: "vecio".to_string(),
+        }
+    }
+}
+
+impl MountOptions {
+    /// Applies one comma-separated `-o` list. Unknown options are an error, so a typo never
+    /// mounts something the user did not ask for.
+    pub fn parse_into(&mut self, list: &str) -> Result<()> {
+        for opt in list.split(',').map(str::trim).filter(|o| !o.is_empty()) {
+            let (key, value) = match opt.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (opt, None),
+            };
+            match (key, value) {
+                ("allow_other", None) => self.allow_other = true,
+                ("default_permissions", None) => self.default_permissions = true,
+                ("ro", None) => self.read_only = true,
+                ("rw", None) => self.read_only = false,
+                ("direct_io", None) => self.direct_io = true,
+                ("suid", None) => self.flags.remove(MountFlags::NOSUID),
+                ("nosuid", None) => self.flags.insert(MountFlags::NOSUID),
+                ("dev", None) => self.flags.remove(MountFlags::NODEV),
+                ("nodev", None) => self.flags.insert(MountFlags::NODEV),
+                ("exec", None) => self.flags.remove(MountFlags::NOEXEC),
+                ("noexec", None) => self.flags.insert(MountFlags::NOEXEC),
+                ("atime", None) => self.flags.remove(MountFlags::NOATIME),
+                ("noatime", None) => self.flags.insert(MountFlags::NOATIME),
+                ("relatime", None) => self.flags.insert(MountFlags::RELATIME),
+                ("dirsync", None) => self.flags.insert(MountFlags::DIRSYNC),
+                ("fsname", Some(v)) if !v.is_empty() && !v.contains(',') => {
+                    self.fsname = Some(v.to_string())
+                }
+                ("subtype", Some(v)) if !v.is_empty() && !v.contains(',') => {
+                    self.subtype = v.to_string()
+                }
+                _ => {
+                    return Err(Error::Option(format!(
+                        "unknown or malformed mount option {opt:?}"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn data(&self, fd: i32) -> String {
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
+        let mut data = format!("fd={fd},rootmode=40000,user_id={uid},group_id={gid}");
+        if self.allow_other {
+            data.push_str(",allow_other");
+        }
+        if self.default_permissions {
+            data.push_str(",default_permissions");
+        }
+        data
+    }
+}
+
+/// A mounted FUSE file system; unmounts (lazily) when dropped unless already gone.
+pub struct Mount {
+    mountpoint: PathBuf,
+    mounted: bool,
+}
+
+impl Mount {
+    /// Mounts `channel`'s connection on `mountpoint` (`mount(2)`, which needs `CAP_SYS_ADMIN`).
+    pub fn new(
+        channel: &Channel,
+        source: &Path,
+        mountpoint: &Path,
+        opts: &MountOptions,
+    ) -> Result<Mount> {
+        let mount_err = |reason: String| Error::Mount {
+            mountpoint: mountpoint.to_path_buf(),
+            reason,
+        };
+        let st = rustix::fs::stat(mountpoint).map_err(|e| mount_err(e.to_string()))?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+            return Err(mount_err("not a directory".into()));
+        }
+        let fsname = opts
+            .fsname
+            .clone()
+            .unwrap_or_else(|| source.display().to_string().replace(',', "_"));
+        let fstype = format!("fuse.{}", opts.subtype);
+        let mut flags = opts.flags;
+        if opts.read_only {
+            flags |= MountFlags::RDONLY;
+        }
+        let data = std::ffi::CString::new(opts.data(channel.as_fd().as_raw_fd()))
+            .map_err(|_| mount_err("mount data holds a NUL byte".into()))?;
+        match rustix::mount::mount(
+            fsname.as_str(),
+            mountpoint,
+            fstype.as_str(),
+            flags,
+            data.as_c_str(),
+        ) {
+            Ok(()) => Ok(Mount {
+                mountpoint: mountpoint.to_path_buf(),
+                mounted: true,
+            }),
+            Err(e) if e == rustix::io::Errno::PERM => Err(mount_err(
+                "mount(2) needs root (CAP_SYS_ADMIN); run vecio fuse as root".into(),
+            )),
+            Err(e) => Err(mount_err(std::io::Error::from(e).to_string())),
+        }
+    }
+
+    /// The mount point.
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// Detaches the mount (`umount2(MNT_DETACH)`): callers still inside finish, new ones
+    /// cannot enter, and the connection ends when the last user leaves.
+    pub fn unmount(&mut self) -> std::io::Result<()> {
+        if !self.mounted {
+            return Ok(());
+        }
+        self.mounted = false;
+        match rustix::mount::unmount(&self.mountpoint, UnmountFlags::DETACH) {
+            Ok(()) => Ok(()),
+            // Already unmounted by the user (fusermount3 -u, umount).
+            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOENT => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Marks the mount as already gone (the kernel told us), so drop does nothing.
+    pub fn forget(&mut self) {
+        self.mounted = false;
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Err(e) = self.unmount() {
+            tracing::warn!(mountpoint = %self.mountpoint.display(), "unmount: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_fuse_users_write() {
+        let mut o = MountOptions::default();
+        o.parse_into("allow_other,default_permissions,ro,noexec,fsname=data")
+            .unwrap();
+        assert!(o.allow_other && o.default_permissions && o.read_only);
+        assert!(o.flags.contains(MountFlags::NOEXEC));
+        assert_eq!(o.fsname.as_deref(), Some("data"));
+        assert!(o.data(5).ends_with(",allow_other,default_permissions"));
+    }
+
+    #[test]
+    fn refuses_unknown_options() {
+        let mut o = MountOptions::default();
+        assert!(o.parse_into("allow_otter").is_err());
+        assert!(o.parse_into("fsname=").is_err());
+        assert!(o.parse_into("ro=1").is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! Attributes: getattr, setattr, readlink, statfs, access, syncfs.
+
+use std::os::fd::AsFd;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec, Timestamps};
+
+use super::Answer;
+use crate::abi::{fattr, AccessIn, GetattrIn, Kstatfs, SetattrIn, GETATTR_FH};
+use crate::attr::from_stat;
+use crate::error::{Errno, OpResult};
+use crate::fs::Fs;
+use crate::handle::Handle;
+use crate::request::Body;
+
+/// `GETATTR`: from the open handle when the kernel names one, else from the inode.
+pub fn getattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: GetattrIn = body.arg().unwrap_or_default();
+    let st = match (arg.getattr_flags & GETATTR_FH != 0).then(|| fs.handles.get(arg.fh)) {
+        Some(Ok(h)) => match &*h {
+            Handle::File(f) => rustix::fs::fstat(f.file.as_fd())?,
+            Handle::Dir(_) => fs.inodes.get(node)?.stat()?,
+        },
+        _ => fs.inodes.get(node)?.stat()?,
+    };
+    Ok(Answer::of(&fs.cfg.timeouts.attr_out(from_stat(&st))))
+}
+
+fn timestamp(set: bool, now: bool, sec: u64, nsec: u32) -> Timespec {
+    let omit = Timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_OMIT,
+    };
+    match (set, now) {
+        (_, true) => Timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+        (true, false) => Timespec {
+            tv_sec: sec as i64,
+            tv_nsec: nsec as _,
+        },
+        _ => omit,
+    }
+}
+
+/// `SETATTR`: mode, owner, size and times, each through the inode's descriptor or the open
+/// handle; the reply carries the attributes after the change.
+pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let a: SetattrIn = body.arg()?;
+    let inode = fs.inodes.get(node)?;
+    let handle = if a.valid & fattr::FH != 0 {
+        fs.handles.get(a.fh).ok()
+    } else {
+        None
+    };
+    let file = handle.as_ref().and_then(|h| h.as_file().ok());
+    if a.valid & fattr::MODE != 0 {
+        let mode = Mode::from_raw_mode(a.mode);
+        match file {
+            Some(f) => rustix::fs::fchmod(f.file.as_fd(), mode)?,
+            None if inode.kind == FileType::Symlink => return Err(Errno::NOTSUP),
+            None => rustix::fs::chmodat(fs.proc_dir(), inode.proc_name(), mode, AtFlags::empty())?,
+        }
+    }
+    if a.valid & (fattr::UID | fattr::GID) != 0 {
+        let uid = (a.valid & fattr::UID != 0).then(|| rustix::fs::Uid::from_raw(a.uid));
+        let gid = (a.valid & fattr::GID != 0).then(|| rustix::fs::Gid::from_raw(a.gid));
+        rustix::fs::chownat(
+            inode.fd(),
+            c"",
+            uid,
+            gid,
+            AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+        )?;
+    }
+    if a.valid & fattr::SIZE != 0 {
+        match file {
+            Some(f) => f.file.set_len(a.size)?,
+            None => {
+                let fd = fs.reopen(&inode, OFlags::WRONLY)?;
+                rustix::fs::ftruncate(&fd, a.size)?;
+            }
+        }
+    }
+    let times = fattr::ATIME | fattr::MTIME | fattr::ATIME_NOW | fattr::MTIME_NOW;
+    if a.valid & times != 0 {
+        let ts = Timestamps {
+            last_access: timestamp(
+                a.valid & fattr::ATIME != 0,
+                a.valid & fattr::ATIME_NOW != 0,
+                a.atime,
+                a.atimensec,
+            ),
+            last_modification: timestamp(
+                a.valid & fattr::MTIME != 0,
+                a.valid & fattr::MTIME_NOW != 0,
+                a.mtime,
+                a.mtimensec,
+            ),
+        };
+        match file {
+            Some(f) => rustix::fs::futimens(f.file.as_fd(), &ts)?,
+            None if inode.kind == FileType::Symlink => rustix::fs::utimensat(
+                inode.fd(),
+                c"",
+                &ts,
+                AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+            )?,
+            None => rustix::fs::utimensat(fs.proc_dir(), inode.proc_name(), &ts, AtFlags::empty())?,
+        }
+    }
+    let st = inode.stat()?;
+    Ok(Answer::of(&fs.cfg.timeouts.attr_out(from_stat(&st))))
+}
+
+/// `READLINK`: the link's own text, read from its descriptor.
+pub fn readlink(fs: &Fs, node: u64) -> OpResult<Answer> {
+    let inode = fs.inodes.get(node)?;
+    let target = rustix::fs::readlinkat(inode.fd(), c"", Vec::new())?;
+    Ok(Answer::Bytes(target.into_bytes()))
+}
+
+/// `STATFS` of the backing file system.
+pub fn statfs(fs: &Fs, node: u64) -> OpResult<Answer> {
+    let inode = fs.inodes.get(node)?;
+    let st = rustix::fs::fstatvfs(inode.fd())?;
+    Ok(Answer::of(&Kstatfs {
+        blocks: st.f_blocks,
+        bfree: st.f_bfree,
+        bavail: st.f_bavail,
+        files: st.f_files,
+        ffree: st.f_ffree,
+        bsize: st.f_bsize as u32,
+        namelen: st.f_namemax as u32,
+        frsize: st.f_frsize as u32,
+        ..Default::default()
+    }))
+}
+
+/// `ACCESS`, checked with the caller's ids (`AT_EACCESS` uses the filesystem ids in force).
+pub fn access(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: AccessIn = body.arg()?;
+    let inode = fs.inodes.get(node)?;
+    if inode.kind == FileType::Symlink {
+        return Ok(Answer::empty());
+    }
+    let mode = rustix::fs::Access::from_bits_truncate(arg.mask);
+    rustix::fs::accessat(fs.proc_dir(), inode.proc_name(), mode, AtFlags::EACCESS)?;
+    Ok(Answer::empty())
+}
+
+/// `SYNCFS`: `syncfs(2)` on the backing file system.
+pub fn syncfs(fs: &Fs) -> OpResult<Answer> {
+    let root = fs.inodes.get(crate::abi::ROOT_ID)?;
+    let fd = fs.reopen(&root, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    rustix::fs::syncfs(&fd)?;
+    Ok(Answer::empty())
+}

@@ -1,0 +1,75 @@
+//! Extended attributes, through the inode's `/proc/self/fd` path (symlinks: `EOPNOTSUPP`,
+//! since a path call could follow them).
+
+use super::Answer;
+use crate::abi::{GetxattrIn, GetxattrOut, SetxattrIn};
+use crate::error::{Errno, OpResult};
+use crate::fs::Fs;
+use crate::request::Body;
+
+/// `SETXATTR`.
+pub fn setxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: SetxattrIn = body.arg()?;
+    let name = body.string()?;
+    let value = body.bytes(arg.size as usize)?;
+    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let flags = rustix::fs::XattrFlags::from_bits(arg.flags).ok_or(Errno::INVAL)?;
+    rustix::fs::setxattr(path.as_c_str(), name, value, flags)?;
+    Ok(Answer::empty())
+}
+
+/// Answers a get or list of `size` bytes: the needed size when `size` is 0, else the data
+/// (`ERANGE` when it does not fit).
+fn sized(size: u32, data: Vec<u8>) -> OpResult<Answer> {
+    if size == 0 {
+        return Ok(Answer::of(&GetxattrOut {
+            size: data.len() as u32,
+            padding: 0,
+        }));
+    }
+    if data.len() > size as usize {
+        return Err(Errno::RANGE);
+    }
+    Ok(Answer::Bytes(data))
+}
+
+/// `GETXATTR`.
+pub fn getxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: GetxattrIn = body.arg()?;
+    let name = body.string()?;
+    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let mut buf = vec![0u8; (arg.size as usize).clamp(1, 64 << 10)];
+    let data = if arg.size == 0 {
+        let n = rustix::fs::getxattr_query(path.as_c_str(), name)?;
+        vec![0u8; n]
+    } else {
+        let n = rustix::fs::getxattr(path.as_c_str(), name, &mut buf[..])?;
+        buf.truncate(n);
+        buf
+    };
+    sized(arg.size, data)
+}
+
+/// `LISTXATTR`.
+pub fn listxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: GetxattrIn = body.arg()?;
+    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let data = if arg.size == 0 {
+        let n = rustix::fs::listxattr_query(path.as_c_str())?;
+        vec![0u8; n]
+    } else {
+        let mut buf = vec![0u8; (arg.size as usize).min(64 << 10)];
+        let n = rustix::fs::listxattr(path.as_c_str(), &mut buf[..])?;
+        buf.truncate(n);
+        buf
+    };
+    sized(arg.size, data)
+}
+
+/// `REMOVEXATTR`.
+pub fn removexattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let name = body.string()?;
+    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    rustix::fs::removexattr(path.as_c_str(), name)?;
+    Ok(Answer::empty())
+}
