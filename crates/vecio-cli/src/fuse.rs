@@ -35,6 +35,10 @@ pub struct FuseArgs {
     /// writes go straight to the backing file.
     #[arg(long)]
     pub passthrough: bool,
+    /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads.
+    /// Needs the fuse module's enable_uring parameter; as root, vecio turns it on (and says so).
+    #[arg(long)]
+    pub uring: bool,
     /// Seconds the kernel may cache names and attributes.
     #[arg(long, default_value_t = 1.0)]
     pub timeout: f64,
@@ -62,6 +66,14 @@ pub fn run(a: FuseArgs) -> Result<()> {
         attr: timeout,
     };
     cfg.fs.passthrough = a.passthrough;
+    cfg.uring = a.uring;
+    if a.uring && !vecio_fuse::uring_enabled() {
+        let knob = "/sys/module/fuse/parameters/enable_uring";
+        match std::fs::write(knob, "Y") {
+            Ok(()) => eprintln!("vecio: turned on FUSE over io_uring ({knob} = Y)"),
+            Err(e) => eprintln!("vecio: cannot turn on {knob} ({e}); serving /dev/fuse"),
+        }
+    }
     if let Some(t) = a.threads {
         cfg.threads = t;
     }
@@ -111,6 +123,10 @@ pub fn run(a: FuseArgs) -> Result<()> {
         requests = summary
             .stats
             .requests
+            .load(std::sync::atomic::Ordering::Relaxed),
+        through_io_uring = summary
+            .stats
+            .ring_requests
             .load(std::sync::atomic::Ordering::Relaxed),
         "unmounted"
     );

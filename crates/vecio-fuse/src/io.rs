@@ -18,7 +18,11 @@ pub fn read(
     body: &mut Body<'_>,
     buf: &mut [u8],
 ) -> OpResult<usize> {
-    let arg: ReadIn = body.arg()?;
+    read_arg(fs, engine, body.arg()?, buf)
+}
+
+/// Serves a `READ` whose `fuse_read_in` is `arg` into `buf`.
+pub fn read_arg(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> OpResult<usize> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     let size = (arg.size as usize).min(buf.len());
@@ -49,6 +53,16 @@ pub fn read(
 pub fn write(fs: &Fs, engine: &mut dyn Engine, body: &mut Body<'_>) -> OpResult<WriteOut> {
     let arg: WriteIn = body.arg()?;
     let payload = body.bytes(arg.size as usize)?;
+    write_arg(fs, engine, arg, payload)
+}
+
+/// Serves a `WRITE` of `payload` described by `arg`.
+pub fn write_arg(
+    fs: &Fs,
+    engine: &mut dyn Engine,
+    arg: WriteIn,
+    payload: &[u8],
+) -> OpResult<WriteOut> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     if payload.is_empty() {

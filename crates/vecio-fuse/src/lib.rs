@@ -7,6 +7,8 @@
 //! - Direct I/O end to end: an `O_DIRECT` open (or `-o direct_io`) gets `FOPEN_DIRECT_IO` and
 //!   parallel direct writes, and a direct backing file whose alignment vecio handles.
 //! - One worker per CPU, each with its own `/dev/fuse` clone and its own ring.
+//! - FUSE over io_uring (`Config::uring`): one queue per CPU, requests and replies through
+//!   page-aligned ring buffers, with `/dev/fuse` kept for forgets and interrupts.
 //! - Confinement: every name is resolved with `openat2(RESOLVE_BENEATH)` from an inode
 //!   descriptor, one component at a time; symlinks are never followed by the server.
 //!
@@ -34,6 +36,7 @@ mod ops;
 mod request;
 mod server;
 mod session;
+mod uring;
 mod worker;
 
 pub use attr::Timeouts;
@@ -42,4 +45,5 @@ pub use fs::FsConfig;
 pub use mount::MountOptions;
 pub use server::{Config, Server, Summary, Unmounter};
 pub use session::{max_pages_limit, Negotiated};
+pub use uring::enabled as uring_enabled;
 pub use worker::WorkerStats;

@@ -26,6 +26,9 @@ pub struct Config {
     pub max_pages: u16,
     /// The engine each worker submits with.
     pub engine: EngineKind,
+    /// Ask for FUSE over io_uring (the fuse module's `enable_uring` must be on); requests then
+    /// arrive through one ring per CPU instead of `/dev/fuse` reads.
+    pub uring: bool,
 }
 
 impl Default for Config {
@@ -36,6 +39,7 @@ impl Default for Config {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_pages: session::max_pages_limit(),
             engine: EngineKind::Uring,
+            uring: false,
         }
     }
 }
@@ -104,44 +108,45 @@ impl Server {
     }
 
     /// Serves until the file system is unmounted; then returns what was agreed and counted.
-    pub fn run(mut self) -> Result<Summary> {
+    pub fn run(self) -> Result<Summary> {
         let wants = InitWants {
             max_pages: self.cfg.max_pages,
             passthrough: self.cfg.fs.passthrough,
-            uring: false,
+            uring: self.cfg.uring,
         };
         let mut buf = vec![0u8; crate::abi::MIN_READ_BUFFER * 2];
         let negotiated = session::negotiate(&self.chan, &mut buf, wants)?;
+        // A descriptor of the connection kept by the server itself: passthrough registration
+        // and the io_uring commands name the connection through it.
+        let dev = Arc::new(rustix::io::fcntl_dupfd_cloexec(&self.chan, 0).map_err(|e| {
+            Error::Device {
+                what: "dup",
+                source: e.into(),
+            }
+        })?);
         if negotiated.has(crate::abi::init_flags::PASSTHROUGH) {
-            let dup =
-                rustix::io::fcntl_dupfd_cloexec(&self.chan, 0).map_err(|e| Error::Device {
-                    what: "dup",
-                    source: e.into(),
-                })?;
-            let _ = self.fs.dev.set(dup);
+            if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
+                let _ = self.fs.dev.set(d);
+            }
         }
         let stats = Arc::new(WorkerStats::default());
         let mut chans = Vec::with_capacity(self.cfg.threads);
         for _ in 1..self.cfg.threads {
             chans.push(self.chan.clone_channel()?);
         }
-        let first = std::mem::replace(&mut self.chan, Channel::open()?);
-        chans.insert(0, first);
-        let mut threads = Vec::new();
+        let Server {
+            chan,
+            fs,
+            mut mount,
+            cfg,
+        } = self;
+        chans.insert(0, chan);
+        let mut workers = Vec::new();
         for (i, chan) in chans.into_iter().enumerate() {
-            let engine = match self.cfg.engine.build() {
-                Ok(e) => e,
-                Err(e) => {
-                    tracing::info!("engine {}: {e}; using sync", self.cfg.engine.name());
-                    EngineKind::Sync
-                        .build()
-                        .map_err(|e| Error::Init(e.to_string()))?
-                }
-            };
             let worker = Worker::new(
                 chan,
-                self.fs.clone(),
-                engine,
+                fs.clone(),
+                build_engine(cfg.engine)?,
                 negotiated.max_write as usize,
                 stats.clone(),
             );
@@ -152,24 +157,88 @@ impl Server {
                     what: "spawning a worker",
                     source: e,
                 })?;
-            threads.push(t);
+            workers.push(t);
         }
-        let mut first_err = None;
-        for t in threads {
-            match t.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert(Error::Init("a worker panicked".into()));
-                }
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let rings = if negotiated.has(crate::abi::init_flags::OVER_IO_URING) {
+            start_rings(&dev, &fs, cfg.engine, &negotiated, &stats, &stop)?
+        } else {
+            if cfg.uring {
+                tracing::warn!(
+                    "FUSE over io_uring not granted (is /sys/module/fuse/parameters/enable_uring Y?); serving /dev/fuse"
+                );
             }
+            Vec::new()
+        };
+        // The /dev/fuse workers end when the connection does; then the rings are told to stop
+        // (their pending commands are cancelled by the kernel, or they time out and look).
+        let mut first_err = join(workers);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(e) = join(rings) {
+            first_err.get_or_insert(e);
         }
-        self.mount.forget();
+        mount.forget();
         match first_err {
             Some(e) => Err(e),
             None => Ok(Summary { negotiated, stats }),
         }
     }
+}
+
+fn join(threads: Vec<std::thread::JoinHandle<Result<()>>>) -> Option<Error> {
+    let mut first_err = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(Error::Init("a worker panicked".into()));
+            }
+        }
+    }
+    first_err
+}
+
+fn build_engine(kind: EngineKind) -> Result<Box<dyn vecio::Engine>> {
+    match kind.build() {
+        Ok(e) => Ok(e),
+        Err(e) => {
+            tracing::info!("engine {}: {e}; using sync", kind.name());
+            EngineKind::Sync
+                .build()
+                .map_err(|e| Error::Init(e.to_string()))
+        }
+    }
+}
+
+/// One ring thread per possible CPU, pinned to it.
+fn start_rings(
+    dev: &Arc<std::os::fd::OwnedFd>,
+    fs: &Arc<Fs>,
+    engine: EngineKind,
+    negotiated: &Negotiated,
+    stats: &Arc<WorkerStats>,
+    stop: &Arc<std::sync::atomic::AtomicBool>,
+) -> Result<Vec<std::thread::JoinHandle<Result<()>>>> {
+    let payload = (negotiated.max_write as usize).max(crate::abi::MIN_READ_BUFFER);
+    let mut threads = Vec::new();
+    for qid in 0..crate::uring::queue_count() {
+        let (dev, fs, stats, stop) = (dev.clone(), fs.clone(), stats.clone(), stop.clone());
+        let engine = build_engine(engine)?;
+        // The queue (raw iovec pointers into its own buffers) is built on its thread.
+        let t = std::thread::Builder::new()
+            .name(format!("vecio-fuse-ring-{qid}"))
+            .spawn(move || {
+                crate::uring::pin_to(qid);
+                crate::uring::RingQueue::new(qid as u16, dev, fs, engine, payload, stats)?.run(stop)
+            })
+            .map_err(|e| Error::Device {
+                what: "spawning a ring thread",
+                source: e,
+            })?;
+        threads.push(t);
+    }
+    Ok(threads)
 }

@@ -38,9 +38,9 @@ impl Negotiated {
     }
 }
 
-/// The largest `max_pages` the kernel accepts (`/sys/module/fuse/parameters/max_pages_limit`).
+/// The largest `max_pages` the kernel accepts (`/proc/sys/fs/fuse/max_pages_limit`).
 pub fn max_pages_limit() -> u16 {
-    std::fs::read_to_string("/sys/module/fuse/parameters/max_pages_limit")
+    std::fs::read_to_string("/proc/sys/fs/fuse/max_pages_limit")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .map(|n| n.min(u16::MAX as u32) as u16)

@@ -35,6 +35,8 @@ pub struct WorkerStats {
     pub largest_io: AtomicU64,
     /// `WRITE` payloads that arrived page-aligned.
     pub aligned_payloads: AtomicU64,
+    /// Requests that came through FUSE over io_uring (the rest came through `/dev/fuse`).
+    pub ring_requests: AtomicU64,
 }
 
 /// One worker's state.

@@ -1,0 +1,418 @@
+//! The FUSE experiment: the scatter-gather direct-I/O thread (`seeds/004_79c7fe0e9c79c24f.txt`),
+//! re-measured. One thread opens a file with `O_DIRECT` and calls `preadv`/`pwritev` with 32
+//! segments of 4 KiB in a loop; the same file is reached natively, through `vecio fuse`
+//! (requests of up to 256 pages), through `vecio fuse --max-pages 1` (one request per segment,
+//! the seed's "before"), and through the libfuse passthrough examples. A second table measures
+//! buffered (not `O_DIRECT`) calls through `vecio fuse` with and without `FUSE_PASSTHROUGH`.
+
+mod render;
+pub mod subjects;
+pub mod workload;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::meta::RunMeta;
+use crate::progress::Phase;
+use crate::stats::{paired_median, Summary};
+pub use render::render;
+use subjects::{Kind, Subject};
+use workload::Op;
+
+/// Options of `vecio bench fuse`.
+#[derive(Debug, Clone)]
+pub struct FuseOptions {
+    /// Directory for the source tree and mount points (default: the current directory).
+    pub dir: Option<PathBuf>,
+    /// Bytes of the data file.
+    pub size: u64,
+    /// Time per measurement.
+    pub runtime: Duration,
+    /// Repetitions.
+    pub repeat: u32,
+    /// Measure the libfuse examples.
+    pub libfuse: bool,
+    /// Measure buffered calls with and without FUSE_PASSTHROUGH.
+    pub buffered: bool,
+}
+
+impl Default for FuseOptions {
+    fn default() -> Self {
+        FuseOptions {
+            dir: None,
+            size: 256 << 20,
+            runtime: Duration::from_secs(5),
+            repeat: 3,
+            libfuse: true,
+            buffered: true,
+        }
+    }
+}
+
+/// One measured cell: a subject, an operation, direct or buffered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// Subject name.
+    pub subject: String,
+    /// `preadv` or `pwritev`.
+    pub op: Op,
+    /// `O_DIRECT` or buffered.
+    pub direct: bool,
+    /// MB/s over the repetitions (absent when the cell failed).
+    pub mb_s: Option<Summary>,
+    /// MB/s of each repetition.
+    pub samples: Vec<f64>,
+    /// The error that stopped the cell (for example EINVAL from a server that cannot do
+    /// O_DIRECT writes).
+    pub error: Option<String>,
+}
+
+/// A target of the issue and whether this run met it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// What is compared.
+    pub what: String,
+    /// The ratio wanted (at least).
+    pub want: f64,
+    /// The ratio measured (median of per-repetition ratios).
+    pub got: Option<f64>,
+    /// Every peer failed where vecio served (no ratio exists; vecio meets the target).
+    pub only_vecio_works: bool,
+}
+
+impl Target {
+    /// True when measured and at least the wanted ratio.
+    pub fn met(&self) -> Option<bool> {
+        if self.only_vecio_works {
+            return Some(true);
+        }
+        self.got.map(|g| g >= self.want)
+    }
+}
+
+/// Everything `vecio bench fuse` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct FuseReport {
+    /// Machine and file system.
+    pub meta: RunMeta,
+    /// Bytes of the data file.
+    pub size: u64,
+    /// Seconds per measurement.
+    pub runtime_s: f64,
+    /// Repetitions.
+    pub repeat: u32,
+    /// The kernel's largest pages per FUSE request.
+    pub max_pages_limit: u16,
+    /// libfuse version used, or why the examples were not measured.
+    pub libfuse: std::result::Result<String, String>,
+    /// The subjects, in table order.
+    pub subjects: Vec<Subject>,
+    /// Every cell.
+    pub cells: Vec<Cell>,
+    /// Targets.
+    pub targets: Vec<Target>,
+}
+
+/// The seed's figures (MB/s): before and after packing.
+pub const SEED_WRITEV: (f64, f64) = (107.0, 480.0);
+/// The seed's readv figures (MB/s).
+pub const SEED_READV: (f64, f64) = (114.0, 569.0);
+
+/// Name of the packed vecio subject.
+pub const VECIO: &str = "vecio fuse";
+/// Name of the per-segment vecio subject.
+pub const VECIO_PER_SEGMENT: &str = "vecio fuse --max-pages 1";
+/// Name of the native subject.
+pub const NATIVE: &str = "native";
+/// Name of the FUSE-over-io_uring vecio subject.
+pub const VECIO_URING: &str = "vecio fuse --uring";
+/// Name of the passthrough vecio subject.
+pub const VECIO_PASSTHROUGH: &str = "vecio fuse --passthrough";
+
+fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
+    let vecio = |name: &str, args: &[&str]| Subject {
+        name: name.to_string(),
+        kind: Kind::Vecio {
+            args: args.iter().map(|s| s.to_string()).collect(),
+        },
+    };
+    let mut v = vec![
+        Subject {
+            name: NATIVE.into(),
+            kind: Kind::Native,
+        },
+        vecio(VECIO, &[]),
+        vecio(VECIO_PER_SEGMENT, &["--max-pages", "1"]),
+        vecio(VECIO_URING, &["--uring"]),
+    ];
+    for (ex, _) in libfuse {
+        v.push(Subject {
+            name: format!("libfuse {ex}"),
+            kind: Kind::Libfuse {
+                example: ex.clone(),
+            },
+        });
+    }
+    if buffered {
+        v.push(vecio(VECIO_PASSTHROUGH, &["--passthrough"]));
+    }
+    v
+}
+
+/// The (subject, direct) pairs measured.
+fn plan(subjects: &[Subject], buffered: bool) -> Vec<(usize, bool)> {
+    let mut p = Vec::new();
+    for (i, s) in subjects.iter().enumerate() {
+        if s.name != VECIO_PASSTHROUGH {
+            p.push((i, true));
+        }
+    }
+    if buffered {
+        for (i, s) in subjects.iter().enumerate() {
+            if [NATIVE, VECIO, VECIO_URING, VECIO_PASSTHROUGH].contains(&s.name.as_str()) {
+                p.push((i, false));
+            }
+        }
+    }
+    p
+}
+
+/// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
+pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
+    anyhow::ensure!(
+        rustix::process::geteuid().is_root(),
+        "the FUSE experiment mounts file systems: run it as root"
+    );
+    let dir = match &opts.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("vecio-fuse-")
+        .tempdir_in(&dir)?;
+    let src = tmp.path().join("src");
+    std::fs::create_dir(&src)?;
+    let file_name = "data";
+    fill(&src.join(file_name), opts.size).context("preparing the data file")?;
+    let cache = std::env::temp_dir().join(format!(
+        "vecio-libfuse-examples-{}",
+        libfuse_version().unwrap_or_default()
+    ));
+    let (libfuse_bins, libfuse) = if opts.libfuse {
+        match subjects::build_libfuse_examples(&cache) {
+            Ok(b) => (b, Ok(libfuse_version().unwrap_or_else(|| "unknown".into()))),
+            Err(why) => (Vec::new(), Err(why)),
+        }
+    } else {
+        (Vec::new(), Err("not asked for (--no-libfuse)".into()))
+    };
+    let subjects = subjects(&libfuse_bins, opts.buffered);
+    let plan = plan(&subjects, opts.buffered);
+    let mut mounted = Vec::new();
+    for (i, s) in subjects.iter().enumerate() {
+        let mp = tmp.path().join(format!("mnt{i}"));
+        mounted.push(
+            subjects::mount(s, exe, &libfuse_bins, &src, file_name, &mp)
+                .with_context(|| s.name.clone())?,
+        );
+    }
+    let ops = [Op::Readv, Op::Writev];
+    let mut cells: Vec<Cell> = plan
+        .iter()
+        .flat_map(|&(i, direct)| ops.iter().map(move |&op| (i, direct, op)))
+        .map(|(i, direct, op)| Cell {
+            subject: subjects[i].name.clone(),
+            op,
+            direct,
+            mb_s: None,
+            samples: Vec::new(),
+            error: None,
+        })
+        .collect();
+    let phase = Phase::timed(
+        "bench fuse",
+        opts.runtime * (cells.len() as u32 * opts.repeat),
+    );
+    for _ in 0..opts.repeat {
+        for cell in cells.iter_mut() {
+            if cell.error.is_some() {
+                continue;
+            }
+            let i = subjects
+                .iter()
+                .position(|s| s.name == cell.subject)
+                .unwrap_or(0);
+            match workload::measure(
+                &mounted[i].file,
+                cell.op,
+                cell.direct,
+                opts.size,
+                opts.runtime,
+            ) {
+                Ok(mb) => cell.samples.push(mb),
+                Err(e) => cell.error = Some(errno_name(&e)),
+            }
+        }
+    }
+    phase.finish();
+    for m in mounted {
+        if let Err(e) = m.stop() {
+            eprintln!("bench fuse: {e:#}");
+        }
+    }
+    for c in cells.iter_mut() {
+        c.mb_s = Summary::of(&c.samples);
+    }
+    let targets = targets(&cells);
+    Ok(FuseReport {
+        meta: RunMeta::collect(&src.join(file_name)),
+        size: opts.size,
+        runtime_s: opts.runtime.as_secs_f64(),
+        repeat: opts.repeat,
+        max_pages_limit: max_pages_limit(),
+        libfuse,
+        subjects,
+        cells,
+        targets,
+    })
+}
+
+/// Writes `size` bytes of non-repeating data to a new file at `path` and syncs it.
+fn fill(path: &Path, size: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path)?;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut left = size;
+    while left > 0 {
+        for w in chunk.chunks_exact_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.copy_from_slice(&x.to_le_bytes());
+        }
+        let n = left.min(chunk.len() as u64) as usize;
+        f.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    f.sync_all()
+}
+
+/// The cell of `subject`, `op`, direct or not.
+pub fn cell<'a>(cells: &'a [Cell], subject: &str, op: Op, direct: bool) -> Option<&'a Cell> {
+    cells
+        .iter()
+        .find(|c| c.subject == subject && c.op == op && c.direct == direct)
+}
+
+/// Median of per-repetition ratios `a / b` (None when either failed).
+pub fn ratio(a: Option<&Cell>, b: Option<&Cell>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    if a.error.is_some() || b.error.is_some() {
+        return None;
+    }
+    paired_median(&a.samples, &b.samples)
+}
+
+fn targets(cells: &[Cell]) -> Vec<Target> {
+    let mut t = Vec::new();
+    for op in [Op::Readv, Op::Writev] {
+        let v = cell(cells, VECIO, op, true);
+        t.push(Target {
+            what: format!("{} packed / per-segment", op.name()),
+            want: 4.5,
+            got: ratio(v, cell(cells, VECIO_PER_SEGMENT, op, true)),
+            only_vecio_works: false,
+        });
+        let best = cells
+            .iter()
+            .filter(|c| {
+                c.subject.starts_with("libfuse") && c.op == op && c.direct && c.error.is_none()
+            })
+            .max_by(|a, b| {
+                let m = |c: &Cell| c.mb_s.map_or(0.0, |s| s.median);
+                m(a).total_cmp(&m(b))
+            });
+        let failed: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| {
+                c.subject.starts_with("libfuse") && c.op == op && c.direct && c.error.is_some()
+            })
+            .collect();
+        let vecio_works = v.is_some_and(|c| c.error.is_none() && !c.samples.is_empty());
+        t.push(Target {
+            what: match best {
+                Some(b) => format!(
+                    "{} vs best working libfuse example ({})",
+                    op.name(),
+                    b.subject
+                ),
+                None if !failed.is_empty() => format!(
+                    "{} vs libfuse examples: none works ({})",
+                    op.name(),
+                    failed[0].error.as_deref().unwrap_or("error")
+                ),
+                None => format!("{} vs best working libfuse example", op.name()),
+            },
+            want: 1.0,
+            got: ratio(v, best),
+            // Every example fails where vecio serves: vecio meets the target, said as such.
+            only_vecio_works: best.is_none() && !failed.is_empty() && vecio_works,
+        });
+        t.push(Target {
+            what: format!("{} vs native", op.name()),
+            want: 0.6,
+            got: ratio(v, cell(cells, NATIVE, op, true)),
+            only_vecio_works: false,
+        });
+    }
+    t
+}
+
+/// A short name for an I/O error: `EINVAL` rather than "Invalid argument (os error 22)".
+fn errno_name(e: &std::io::Error) -> String {
+    let name = match e.raw_os_error() {
+        Some(libc::EINVAL) => "EINVAL",
+        Some(libc::EIO) => "EIO",
+        Some(libc::ENOENT) => "ENOENT",
+        Some(libc::EACCES) => "EACCES",
+        Some(libc::EOPNOTSUPP) => "EOPNOTSUPP",
+        Some(libc::ENOTCONN) => "ENOTCONN",
+        Some(libc::ENOSPC) => "ENOSPC",
+        _ => return e.to_string(),
+    };
+    name.to_string()
+}
+
+/// `pkg-config --modversion fuse3`.
+pub fn libfuse_version() -> Option<String> {
+    let out = std::process::Command::new("pkg-config")
+        .args(["--modversion", "fuse3"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// `/proc/sys/fs/fuse/max_pages_limit` (256 when unreadable).
+pub fn max_pages_limit() -> u16 {
+    std::fs::read_to_string("/proc/sys/fs/fuse/max_pages_limit")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(256)
+}
+
+/// Why the experiment cannot run here, if it cannot.
+pub fn cannot_run() -> Option<String> {
+    if !rustix::process::geteuid().is_root() {
+        return Some("it mounts file systems and needs root".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing".into());
+    }
+    None
+}

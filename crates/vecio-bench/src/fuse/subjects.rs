@@ -1,0 +1,231 @@
+//! What the FUSE experiment measures through: the source directory itself, `vecio fuse`
+//! processes in several modes, and the libfuse passthrough examples Debian ships in
+//! libfuse3-dev, built here with the system's compiler.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// Where the libfuse examples' sources are.
+pub const LIBFUSE_EXAMPLES: &str = "/usr/share/doc/libfuse3-dev/examples";
+
+/// One way to reach the file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Kind {
+    /// The backing directory, no FUSE.
+    Native,
+    /// `vecio fuse` with these extra arguments.
+    Vecio {
+        /// Arguments after `vecio fuse SRC MNT`.
+        args: Vec<String>,
+    },
+    /// A libfuse example binary.
+    Libfuse {
+        /// Example name (`passthrough`, `passthrough_fh`, `passthrough_ll`).
+        example: String,
+    },
+}
+
+/// A subject: a name and how it is reached.
+#[derive(Clone, Debug, Serialize)]
+pub struct Subject {
+    /// Name in tables.
+    pub name: String,
+    /// What it is.
+    pub kind: Kind,
+}
+
+/// A mounted subject; unmounts and stops its server when dropped.
+pub struct Mounted {
+    /// Path of the data file through this subject.
+    pub file: PathBuf,
+    mountpoint: Option<PathBuf>,
+    child: Option<Child>,
+}
+
+impl Mounted {
+    /// Unmounts and waits for the server to exit.
+    pub fn stop(mut self) -> Result<()> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Result<()> {
+        if let Some(m) = self.mountpoint.take() {
+            if let Some(child) = &self.child {
+                // vecio fuse unmounts itself on SIGTERM; libfuse examples on fusermount3 -u.
+                // SAFETY: kill(2) on a child we own; no memory is involved.
+                unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            }
+            let _ = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&m)
+                .stderr(Stdio::null())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while is_mounted(&m) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if is_mounted(&m) {
+                let _ = Command::new("umount").arg("-l").arg(&m).status();
+            }
+        }
+        if let Some(mut child) = self.child.take() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                if child.try_wait()?.is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    bail!("server did not exit after unmount");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = self.stop_inner();
+    }
+}
+
+/// True when `path` is a mount point (listed in /proc/self/mountinfo).
+pub fn is_mounted(path: &Path) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = path.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m == want))
+}
+
+/// The libfuse examples that can be built here (gcc and pkg-config fuse3 present), built into
+/// `cache` once; or why not.
+pub fn build_libfuse_examples(cache: &Path) -> std::result::Result<Vec<(String, PathBuf)>, String> {
+    let src = Path::new(LIBFUSE_EXAMPLES);
+    if !src.join("passthrough_ll.c").exists() {
+        return Err(format!(
+            "{LIBFUSE_EXAMPLES} not found (install libfuse3-dev)"
+        ));
+    }
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "fuse3"])
+        .output()
+        .map_err(|e| format!("pkg-config: {e}"))?;
+    if !flags.status.success() {
+        return Err("pkg-config does not know fuse3".into());
+    }
+    let flags: Vec<String> = String::from_utf8_lossy(&flags.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+    let mut built = Vec::new();
+    for ex in ["passthrough", "passthrough_fh", "passthrough_ll"] {
+        let out = cache.join(ex);
+        if !out.exists() {
+            let st = Command::new("gcc")
+                .args(["-O2", "-Wall", "-o"])
+                .arg(&out)
+                .arg(src.join(format!("{ex}.c")))
+                .args(&flags)
+                .stderr(Stdio::null())
+                .status()
+                .map_err(|e| format!("gcc: {e}"))?;
+            if !st.success() {
+                return Err(format!("gcc could not build {ex}.c"));
+            }
+        }
+        built.push((ex.to_string(), out));
+    }
+    Ok(built)
+}
+
+/// Mounts `subject` over `src` (holding `file_name`) at `mountpoint`.
+pub fn mount(
+    subject: &Subject,
+    exe: &Path,
+    libfuse: &[(String, PathBuf)],
+    src: &Path,
+    file_name: &str,
+    mountpoint: &Path,
+) -> Result<Mounted> {
+    match &subject.kind {
+        Kind::Native => Ok(Mounted {
+            file: src.join(file_name),
+            mountpoint: None,
+            child: None,
+        }),
+        Kind::Vecio { args } => {
+            std::fs::create_dir_all(mountpoint)?;
+            let mut child = Command::new(exe)
+                .arg("fuse")
+                .arg(src)
+                .arg(mountpoint)
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .context("starting vecio fuse")?;
+            let stdout = child.stdout.take().context("vecio fuse stdout")?;
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line)?;
+            if !line.starts_with("mounted ") {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("vecio fuse {}: did not mount", args.join(" "));
+            }
+            Ok(Mounted {
+                file: mountpoint.join(file_name),
+                mountpoint: Some(mountpoint.to_path_buf()),
+                child: Some(child),
+            })
+        }
+        Kind::Libfuse { example } => {
+            let bin = libfuse
+                .iter()
+                .find(|(n, _)| n == example)
+                .map(|(_, p)| p.clone())
+                .with_context(|| format!("{example} was not built"))?;
+            std::fs::create_dir_all(mountpoint)?;
+            let mut cmd = Command::new(bin);
+            cmd.arg("-f");
+            // The high-level examples mirror "/", the low-level one a source directory.
+            let file = if example == "passthrough_ll" {
+                cmd.arg("-o").arg(format!("source={}", src.display()));
+                mountpoint.join(file_name)
+            } else {
+                let abs = src.join(file_name);
+                mountpoint.join(abs.strip_prefix("/").unwrap_or(&abs))
+            };
+            let child = cmd
+                .arg(mountpoint)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .with_context(|| format!("starting {example}"))?;
+            let mut m = Mounted {
+                file,
+                mountpoint: Some(mountpoint.to_path_buf()),
+                child: Some(child),
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !is_mounted(mountpoint) {
+                if Instant::now() > deadline {
+                    let _ = m.stop_inner();
+                    bail!("{example} did not mount within 10 s");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(m)
+        }
+    }
+}

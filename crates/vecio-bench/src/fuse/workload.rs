@@ -1,0 +1,118 @@
+//! The seed's workload: one thread, a file opened with `O_DIRECT` (or buffered), an iovec of
+//! 32 separate 4 KiB page-aligned buffers, `preadv` or `pwritev` in a loop over sequential
+//! offsets, for a fixed time.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use vecio::AlignedBuf;
+
+/// Segments per call.
+pub const SEGMENTS: usize = 32;
+/// Bytes per segment.
+pub const SEGMENT: usize = 4096;
+
+/// Reading or writing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Op {
+    /// `preadv`.
+    Readv,
+    /// `pwritev`.
+    Writev,
+}
+
+impl Op {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Readv => "readv",
+            Op::Writev => "writev",
+        }
+    }
+}
+
+/// Runs `op` on `path` for `runtime`; MB/s (10^6 bytes per second), or the first error.
+pub fn measure(
+    path: &Path,
+    op: Op,
+    direct: bool,
+    size: u64,
+    runtime: Duration,
+) -> std::io::Result<f64> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).write(op == Op::Writev);
+    if direct {
+        opts.custom_flags(libc::O_DIRECT);
+    }
+    let file = opts.open(path)?;
+    let mut bufs: Vec<AlignedBuf> = (0..SEGMENTS)
+        .map(|i| {
+            let mut b = AlignedBuf::page_aligned(SEGMENT);
+            b.fill(i as u8 ^ 0x5a);
+            b
+        })
+        .collect();
+    let call = (SEGMENTS * SEGMENT) as u64;
+    let span = (size / call).max(1) * call;
+    // One untimed call: opens, first faults and a clear error before the clock starts.
+    one_call(&file, op, &mut bufs, 0)?;
+    let start = Instant::now();
+    let mut bytes = 0u64;
+    let mut offset = call % span;
+    while start.elapsed() < runtime {
+        for _ in 0..8 {
+            bytes += one_call(&file, op, &mut bufs, offset)? as u64;
+            offset = (offset + call) % span;
+        }
+    }
+    Ok(bytes as f64 / start.elapsed().as_secs_f64() / 1e6)
+}
+
+fn one_call(
+    file: &std::fs::File,
+    op: Op,
+    bufs: &mut [AlignedBuf],
+    offset: u64,
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let n = match op {
+        Op::Readv => {
+            let mut iov: Vec<IoSliceMut<'_>> =
+                bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            // SAFETY: the iovecs point into buffers borrowed mutably for the call.
+            unsafe {
+                libc::preadv(
+                    file.as_raw_fd(),
+                    iov.as_mut_ptr().cast(),
+                    iov.len() as i32,
+                    offset as i64,
+                )
+            }
+        }
+        Op::Writev => {
+            let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+            // SAFETY: the iovecs point into buffers borrowed for the call.
+            unsafe {
+                libc::pwritev(
+                    file.as_raw_fd(),
+                    iov.as_ptr().cast(),
+                    iov.len() as i32,
+                    offset as i64,
+                )
+            }
+        }
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if n == 0 && op == Op::Readv {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "read past end of file",
+        ));
+    }
+    Ok(n as usize)
+}
