@@ -67,6 +67,7 @@ impl Fs {
         })?;
         let inodes =
             Inodes::new(root).map_err(|e| src_err(std::io::Error::from_raw_os_error(e.0)))?;
+        raise_fd_limit();
         Ok(Fs {
             inodes,
             handles: Handles::default(),
@@ -122,6 +123,25 @@ impl Fs {
     /// A label for error messages about inode `st_ino`.
     pub fn label(&self, ino: u64) -> PathBuf {
         self.source.join(format!("<inode {ino}>"))
+    }
+}
+
+/// Every node the kernel knows holds an `O_PATH` descriptor, so the common soft limit of 1024
+/// open files would fail lookups with `EMFILE` past about a thousand known files: lift the
+/// soft limit to the hard one, as passthrough servers do.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
+        if cur < max {
+            let raised = Rlimit {
+                current: Some(max),
+                maximum: Some(max),
+            };
+            if let Err(e) = setrlimit(Resource::Nofile, raised) {
+                tracing::info!("raising the open-file limit from {cur} to {max}: {e}");
+            }
+        }
     }
 }
 

@@ -59,15 +59,16 @@ pub fn readdir(fs: &Fs, node: u64, body: &mut Body<'_>, plus: bool) -> OpResult<
         if plus {
             let dots = name == b"." || name == b"..";
             let e = if dots {
-                let mut e = EntryOut::default();
-                e.attr.ino = entry.ino();
-                e.attr.mode = entry.file_type().as_raw_mode();
-                e
+                bare(&entry)
             } else {
                 match fs.inodes.lookup(node, entry.file_name()) {
                     Ok((id, st)) => fs.cfg.timeouts.entry(id, from_stat(&st)),
                     // Gone since getdents: leave it out, as a later readdir would.
-                    Err(_) => continue,
+                    Err(e) if e == Errno::NOENT => continue,
+                    // Any other failure (EMFILE...): the name without attributes (node id
+                    // 0, as for the dots), which the kernel lists and looks up later, rather
+                    // than a listing that silently misses it.
+                    Err(_) => bare(&entry),
                 }
             };
             out.extend_from_slice(e.as_bytes());
@@ -83,6 +84,14 @@ pub fn readdir(fs: &Fs, node: u64, body: &mut Body<'_>, plus: bool) -> OpResult<
         out.resize(align8(out.len()), 0);
     }
     Ok(Answer::Bytes(out))
+}
+
+/// A `READDIRPLUS` entry without a node: the kernel lists the name and leaves it unlooked-up.
+fn bare(entry: &rustix::fs::RawDirEntry<'_>) -> EntryOut {
+    let mut e = EntryOut::default();
+    e.attr.ino = entry.ino();
+    e.attr.mode = entry.file_type().as_raw_mode();
+    e
 }
 
 /// `RELEASEDIR`.

@@ -5,6 +5,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, SeekFrom};
+use vecio::RwFlags;
 use zerocopy::IntoBytes;
 
 use super::Answer;
@@ -16,6 +17,7 @@ use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
 use crate::fs::{component, Fs};
 use crate::handle::{FileHandle, Handle};
+use crate::inode::Inode;
 use crate::request::Body;
 
 /// The open flags the backing file gets: the caller's, without those the kernel already
@@ -63,12 +65,36 @@ fn open_backing(
     }
 }
 
-/// Wraps an opened backing descriptor: the vecio file, the reply flags, the passthrough id.
-fn file_handle(fs: &Fs, fd: OwnedFd, direct: bool, ino: u64) -> OpResult<(Handle, u32, i32)> {
-    let file = vecio::File::from_fd(fd, fs.label(ino), vecio::RwFlags::empty())?;
+/// The vecio file of a new handle on `inode`. A direct file is shared by every handle open
+/// with the same flags: vecio orders unaligned direct writes (a read-modify-write of their
+/// edge blocks) with a range lock that belongs to one `vecio::File`, so handles with files of
+/// their own could interleave two read-modify-writes of one block and lose a write. The new
+/// descriptor was still opened (as the caller), so its permission check happened.
+fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd, direct: bool) -> OpResult<Arc<vecio::File>> {
+    let label = fs.label(inode.key.1);
+    if !direct {
+        return Ok(Arc::new(vecio::File::from_fd(fd, label, RwFlags::empty())?));
+    }
+    let flags = rustix::fs::fcntl_getfl(&fd)?;
+    let mut shared = inode.direct_files.lock().unwrap_or_else(|p| p.into_inner());
+    shared.retain(|(_, f)| f.strong_count() > 0);
+    if let Some(file) = shared
+        .iter()
+        .find(|(f, _)| *f == flags)
+        .and_then(|(_, f)| f.upgrade())
+    {
+        return Ok(file);
+    }
+    let file = Arc::new(vecio::File::from_fd(fd, label, RwFlags::empty())?);
+    shared.push((flags, Arc::downgrade(&file)));
+    Ok(file)
+}
+
+/// Wraps a handle's backing file: the handle, the reply flags, the passthrough id.
+fn file_handle(fs: &Fs, file: Arc<vecio::File>) -> (Handle, u32, i32) {
     let mut open_flags = 0;
     let mut backing_id = None;
-    if direct {
+    if file.is_direct() {
         open_flags |= fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES;
     } else if fs.cfg.passthrough {
         backing_id = register_backing(fs, &file);
@@ -76,11 +102,8 @@ fn file_handle(fs: &Fs, fd: OwnedFd, direct: bool, ino: u64) -> OpResult<(Handle
             open_flags |= fopen::PASSTHROUGH;
         }
     }
-    let handle = Handle::File(FileHandle {
-        file: Arc::new(file),
-        backing_id,
-    });
-    Ok((handle, open_flags, backing_id.unwrap_or(0)))
+    let handle = Handle::File(FileHandle { file, backing_id });
+    (handle, open_flags, backing_id.unwrap_or(0))
 }
 
 /// `FUSE_DEV_IOC_BACKING_OPEN`: lets the kernel serve this file's reads and writes itself.
@@ -130,7 +153,8 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         return Err(Errno::ROFS);
     }
     let (fd, direct) = open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?;
-    let (handle, open_flags, backing_id) = file_handle(fs, fd, direct, inode.key.1)?;
+    let file = backing_file(fs, &inode, fd, direct)?;
+    let (handle, open_flags, backing_id) = file_handle(fs, file);
     let fh = fs.handles.insert(handle);
     Ok(Answer::of(&OpenOut {
         fh,
@@ -157,7 +181,8 @@ pub fn create(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         Ok(rustix::fs::openat2(dir.fd(), name, f, mode, resolve)?)
     })?;
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
-    let (handle, open_flags, backing_id) = file_handle(fs, fd, direct, st.st_ino)?;
+    let file = backing_file(fs, &*fs.inodes.get(id)?, fd, direct)?;
+    let (handle, open_flags, backing_id) = file_handle(fs, file);
     let fh = fs.handles.insert(handle);
     let mut out = fs
         .cfg
