@@ -41,3 +41,17 @@ impl Drop for AsCaller {
 pub fn server_is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
+
+/// Gives the calling thread its own filesystem context (`unshare(CLONE_FS)`) with umask 0:
+/// modes arrive with the caller's umask already applied and must not be masked twice, and the
+/// process embedding the server keeps its own umask.
+pub fn own_umask() {
+    // SAFETY: CLONE_FS unshares only the cwd, root and umask of this thread; no descriptor
+    // table is unshared, so no thread can observe descriptors it does not share.
+    match unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) } {
+        Ok(()) => {
+            rustix::process::umask(rustix::fs::Mode::empty());
+        }
+        Err(e) => tracing::warn!("unshare(CLONE_FS): {e}; new files get the process umask"),
+    }
+}

@@ -88,8 +88,6 @@ impl Server {
         cfg.mount.read_only |= cfg.fs.read_only;
         cfg.fs.direct_io |= cfg.mount.direct_io;
         let fs = Fs::new(source, cfg.fs.clone())?;
-        // Modes arrive with the caller's umask applied; the server's own must not apply twice.
-        rustix::process::umask(rustix::fs::Mode::empty());
         let chan = Channel::open()?;
         let mount = Mount::new(&chan, source, mountpoint, &cfg.mount)?;
         Ok(Server {
@@ -232,6 +230,7 @@ fn start_rings(
             .name(format!("vecio-fuse-ring-{qid}"))
             .spawn(move || {
                 crate::uring::pin_to(qid);
+                crate::creds::own_umask();
                 crate::uring::RingQueue::new(qid as u16, dev, fs, engine, payload, stats)?.run(stop)
             })
             .map_err(|e| Error::Device {

@@ -76,6 +76,7 @@ impl Worker {
 
     /// Serves requests until the file system is unmounted.
     pub fn run(mut self) -> Result<()> {
+        crate::creds::own_umask();
         loop {
             let n = match self.chan.receive(&mut self.request[START..])? {
                 Received::Request(n) => n,

@@ -168,16 +168,31 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
 pub fn create(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: CreateIn = body.arg()?;
     let name = component(body.name()?)?;
+    let excl = OFlags::from_bits_retain(arg.flags as _) & OFlags::EXCL;
+    let extra = OFlags::CREATE | OFlags::NOFOLLOW | excl;
+    create_in(fs, parent, &arg, name, extra)
+}
+
+/// `TMPFILE`: an unnamed file in the parent directory (`O_TMPFILE`), opened like `CREATE`.
+pub fn tmpfile(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: CreateIn = body.arg()?;
+    create_in(fs, parent, &arg, c".", OFlags::TMPFILE)
+}
+
+/// Opens `name` beneath node `parent` with the caller's flags plus `extra`, enters the inode
+/// through the opened descriptor, and answers entry + open.
+fn create_in(
+    fs: &Fs,
+    parent: u64,
+    arg: &CreateIn,
+    name: &std::ffi::CStr,
+    extra: OFlags,
+) -> OpResult<Answer> {
     let dir = fs.inodes.get(parent)?;
     let mode = Mode::from_raw_mode(arg.mode & 0o7777);
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     let (fd, direct) = open_backing(fs, arg.flags, |f| {
-        let f = f | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let f = if OFlags::from_bits_retain(arg.flags as _).contains(OFlags::EXCL) {
-            f | OFlags::EXCL
-        } else {
-            f
-        };
+        let f = f | extra | OFlags::CLOEXEC;
         Ok(rustix::fs::openat2(dir.fd(), name, f, mode, resolve)?)
     })?;
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;

@@ -50,6 +50,7 @@ fn mutates(op: u32) -> bool {
             | opcode::RENAME2
             | opcode::LINK
             | opcode::CREATE
+            | opcode::TMPFILE
             | opcode::SETXATTR
             | opcode::REMOVEXATTR
             | opcode::FALLOCATE
@@ -94,6 +95,7 @@ pub fn dispatch(fs: &Fs, h: &InHeader, body: &mut Body<'_>) -> OpResult<Answer> 
         opcode::LINK => entry::link(fs, node, body),
         opcode::OPEN => file::open(fs, node, body),
         opcode::CREATE => file::create(fs, node, body),
+        opcode::TMPFILE => file::tmpfile(fs, node, body),
         opcode::STATFS => attr::statfs(fs, node),
         opcode::RELEASE => file::release(fs, body),
         opcode::FLUSH => Ok(Answer::empty()),

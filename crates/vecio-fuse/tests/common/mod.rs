@@ -269,3 +269,13 @@ pub fn sh(cmd: &str) -> Output {
     );
     out
 }
+
+/// The sorted names in `dir`.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
