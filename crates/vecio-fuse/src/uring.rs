@@ -218,27 +218,14 @@ impl RingQueue {
                 .and_then(|(arg, _)| {
                     crate::io::read_arg(fs, engine.as_mut(), arg, &mut ent.payload)
                 })
-                .inspect(|&n| {
-                    stats.reads.fetch_add(1, Ordering::Relaxed);
-                    stats.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                    stats.largest_io.fetch_max(n as u64, Ordering::Relaxed);
-                }),
+                .inspect(|&n| stats.note_read(n)),
             abi::opcode::WRITE => WriteIn::read_from_prefix(&ent.header.op_in)
                 .map_err(|_| Errno::INVAL)
                 .and_then(|(arg, _)| {
                     let size = (arg.size as usize).min(payload_sz);
                     let out = crate::io::write_arg(fs, engine.as_mut(), arg, &ent.payload[..size])?;
-                    stats.writes.fetch_add(1, Ordering::Relaxed);
-                    stats
-                        .write_bytes
-                        .fetch_add(out.size as u64, Ordering::Relaxed);
-                    stats
-                        .largest_io
-                        .fetch_max(out.size as u64, Ordering::Relaxed);
-                    stats.aligned_payloads.fetch_add(
-                        (ent.payload.as_ptr() as usize % vecio::PAGE_SIZE == 0) as u64,
-                        Ordering::Relaxed,
-                    );
+                    let aligned = ent.payload.as_ptr() as usize % vecio::PAGE_SIZE == 0;
+                    stats.note_write(out.size as usize, aligned);
                     ent.payload[..8].copy_from_slice(out.as_bytes());
                     Ok(8)
                 }),

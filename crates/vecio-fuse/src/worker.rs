@@ -39,6 +39,24 @@ pub struct WorkerStats {
     pub ring_requests: AtomicU64,
 }
 
+impl WorkerStats {
+    /// Counts a served `READ` of `n` bytes.
+    pub fn note_read(&self, n: usize) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        self.largest_io.fetch_max(n as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a served `WRITE` of `n` bytes whose payload was (or was not) page-aligned.
+    pub fn note_write(&self, n: usize, aligned: bool) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.write_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        self.largest_io.fetch_max(n as u64, Ordering::Relaxed);
+        self.aligned_payloads
+            .fetch_add(aligned as u64, Ordering::Relaxed);
+    }
+}
+
 /// One worker's state.
 pub struct Worker {
     chan: Channel,
@@ -112,9 +130,7 @@ impl Worker {
         let sent = match h.opcode {
             opcode::READ => match crate::io::read(fs, engine.as_mut(), &mut req.body, reply) {
                 Ok(k) => {
-                    stats.reads.fetch_add(1, Ordering::Relaxed);
-                    stats.read_bytes.fetch_add(k as u64, Ordering::Relaxed);
-                    stats.largest_io.fetch_max(k as u64, Ordering::Relaxed);
+                    stats.note_read(k);
                     chan.reply(h.unique, 0, &[&reply[..k]])
                 }
                 Err(e) => chan.reply_error(h.unique, e.0),
@@ -123,16 +139,7 @@ impl Worker {
                 let aligned = (bytes.as_ptr() as usize + WRITE_HEADERS) % PAGE_SIZE == 0;
                 match crate::io::write(fs, engine.as_mut(), &mut req.body) {
                     Ok(out) => {
-                        stats.writes.fetch_add(1, Ordering::Relaxed);
-                        stats
-                            .write_bytes
-                            .fetch_add(out.size as u64, Ordering::Relaxed);
-                        stats
-                            .largest_io
-                            .fetch_max(out.size as u64, Ordering::Relaxed);
-                        stats
-                            .aligned_payloads
-                            .fetch_add(aligned as u64, Ordering::Relaxed);
+                        stats.note_write(out.size as usize, aligned);
                         chan.reply(h.unique, 0, &[out.as_bytes()])
                     }
                     Err(e) => chan.reply_error(h.unique, e.0),

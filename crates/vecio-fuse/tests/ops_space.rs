@@ -12,24 +12,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-use common::{cpath, errno, names, pattern};
+use common::{cpath, errno, mode, mount_or_skip, names, pattern, raw};
 
-macro_rules! mount_or_skip {
-    ($name:expr, $cfg:expr) => {
-        match common::mount($name, $cfg) {
-            Some(f) => f,
-            None => return,
-        }
-    };
-}
-
-fn mode(p: &Path) -> u32 {
-    fs::symlink_metadata(p).unwrap().mode() & 0o7777
-}
-
-fn raw(e: std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(0)
-}
 
 fn fallocate(f: &File, mode: i32, off: i64, len: i64) -> Result<(), i32> {
     // SAFETY: fallocate on a live descriptor.

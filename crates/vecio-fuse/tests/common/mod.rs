@@ -279,3 +279,27 @@ pub fn names(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Mounts a fresh source for a test, or returns from the test (the reason is printed).
+#[allow(unused_macros)]
+macro_rules! mount_or_skip {
+    ($name:expr, $cfg:expr) => {
+        match common::mount($name, $cfg) {
+            Some(f) => f,
+            None => return,
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use mount_or_skip;
+
+/// Permission bits of `p` (not following a symlink).
+pub fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
+}
+
+/// The errno of an I/O error (0 when it has none).
+pub fn raw(e: std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(0)
+}
