@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions};
 use vecio::{
     Batch, Direct, Engine, EngineKind, FastReadMode, FastReadPolicy, File, IoIter, RwFlags,
@@ -28,7 +28,7 @@ use crate::table::Table;
 pub const CALL: usize = 4096;
 
 /// One way of reading the page.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Variant {
     /// `pread(2)` in a loop: the floor.
     RawPread,
@@ -45,7 +45,7 @@ pub enum Variant {
 }
 
 /// The engines the batch variants go through.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BatchEngine {
     /// Serial engine.
     Serial,
@@ -121,7 +121,7 @@ impl Default for CallcostOptions {
 }
 
 /// One variant's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantFigures {
     /// Which variant.
     pub variant: Variant,
@@ -136,7 +136,7 @@ pub struct VariantFigures {
 }
 
 /// Everything `vecio bench callcost` measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallcostReport {
     /// The run's set-up.
     pub meta: RunMeta,

@@ -15,8 +15,18 @@ pub mod table;
 
 pub mod cache;
 pub mod callcost;
+pub mod fuse;
 pub mod loopdev;
 pub mod meta;
 pub mod nowait;
 pub mod writev;
 pub mod zipf;
+
+pub mod all;
+pub mod cachecurve;
+pub mod compare;
+pub mod info;
+pub mod overall;
+pub mod report;
+pub mod results;
+pub mod setup;

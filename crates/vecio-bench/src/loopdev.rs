@@ -22,8 +22,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::cachecurve::{CachePoint, CacheSampler};
 use crate::diskstat::DiskProbe;
 use crate::fio::{FioEngine, FioJob, FioResult};
 use crate::meta::RunMeta;
@@ -72,7 +73,7 @@ impl Default for LoopOptions {
 }
 
 /// One measurement of one subject on one job.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Sample {
     /// Requests per second.
     pub iops: f64,
@@ -116,7 +117,7 @@ impl Sample {
 }
 
 /// A subject's figures for one job over all repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
     /// Who served.
     pub subject: Subject,
@@ -132,6 +133,9 @@ pub struct Cell {
     pub mb_s: Summary,
     /// Every sample, one per repetition.
     pub samples: Vec<Sample>,
+    /// The page cache over the last repetition's measurement, sampled while fio ran.
+    #[serde(default)]
+    pub cache_curve: Vec<CachePoint>,
 }
 
 impl Cell {
@@ -151,7 +155,7 @@ impl Cell {
 }
 
 /// A subject left out, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Skipped {
     /// Who.
     pub subject: Subject,
@@ -160,7 +164,7 @@ pub struct Skipped {
 }
 
 /// A server's version and the cost of starting and stopping it idle.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerInfo {
     /// Which server.
     pub subject: Subject,
@@ -171,7 +175,7 @@ pub struct ServerInfo {
 }
 
 /// Everything `vecio bench loop` measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoopReport {
     /// The run's set-up.
     pub meta: RunMeta,
@@ -250,6 +254,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     let steps = opts.repeat as usize * subjects.len() * Job::ALL.len();
     let phase = Phase::timed("bench loop", opts.runtime * steps as u32);
     let mut samples = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
+    let mut curves = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
     for _ in 0..opts.repeat {
         for (ji, &job) in Job::ALL.iter().enumerate() {
             for (si, &subject) in subjects.iter().enumerate() {
@@ -257,10 +262,11 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
                     .iter()
                     .find(|s| s.subject == subject)
                     .map(|s| s.idle);
-                let s = lab
+                let (s, curve) = lab
                     .measure(subject, job, size, opts.runtime, idle)
                     .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
                 samples[si][ji].push(s);
+                curves[si][ji] = curve;
             }
         }
     }
@@ -278,6 +284,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
                 iops: summary(s.iter().map(|x| x.iops)),
                 mb_s: summary(s.iter().map(|x| x.mb_s)),
                 samples: s.clone(),
+                cache_curve: std::mem::take(&mut curves[si][ji]),
             });
         }
     }
@@ -385,8 +392,8 @@ impl Lab<'_> {
             .unwrap_or_else(|| "unknown".into())
     }
 
-    /// One measurement: flush and evict the image, start the server, run the fio job, read the
-    /// page cache, stop the server and read its usage.
+    /// One measurement: flush and evict the image, start the server, run the fio job (the page
+    /// cache sampled meanwhile), read the page cache, stop the server and read its usage.
     fn measure(
         &mut self,
         subject: Subject,
@@ -394,7 +401,7 @@ impl Lab<'_> {
         size: u64,
         runtime: Duration,
         idle: Option<Usage>,
-    ) -> Result<Sample> {
+    ) -> Result<(Sample, Vec<CachePoint>)> {
         pagecache::flush_and_evict(self.image)?;
         let before = CacheSnapshot::take(self.image)?;
         let server = self.start(subject)?;
@@ -410,7 +417,10 @@ impl Lab<'_> {
         fio.iodepth = DEPTH;
         fio.runtime_s = runtime.as_secs_f64();
         let disk0 = self.disk.as_ref().and_then(DiskProbe::read);
-        let result = fio.run()?;
+        let sampler = CacheSampler::start(self.image, CacheSampler::interval_for(runtime));
+        let result = fio.run();
+        let curve = sampler.stop();
+        let result = result?;
         let disk_queue = match (disk0, self.disk.as_ref().and_then(DiskProbe::read)) {
             // Over fio's own running time, which leaves out its start-up.
             (Some(a), Some(b)) if result.runtime_ms > 0 => {
@@ -425,7 +435,7 @@ impl Lab<'_> {
         };
         let mut s = sample(&result, growth, usage);
         s.disk_queue = disk_queue;
-        Ok(s)
+        Ok((s, curve))
     }
 }
 

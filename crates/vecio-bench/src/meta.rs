@@ -3,12 +3,12 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{fio, scratch, system};
 
 /// The set-up of one experiment run, recorded beside its figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunMeta {
     /// When the run started, UTC (`YYYY-MM-DD HH:MM:SS`).
     pub date_utc: String,

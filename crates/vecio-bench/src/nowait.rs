@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions, UringEngine, UringOptions};
 use vecio::{
     Completion, Direct, Engine, FastReadMode, FastReadPolicy, FastReadStats, File, OwnedBuf, Queue,
@@ -67,7 +67,7 @@ impl Default for NowaitOptions {
 }
 
 /// How reads reach the kernel.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Config {
     /// Every read queued to the thread pool (the seed's "before").
     PoolOnly,
@@ -108,7 +108,7 @@ impl Config {
 }
 
 /// Which files a workload reads.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Workload {
     /// f1 alone: Zipf random over the mostly cached medium file.
     F1Cached,
@@ -154,7 +154,7 @@ impl Workload {
 }
 
 /// Latency distribution of one measurement, microseconds.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Latency {
     /// Requests measured.
     pub count: u64,
@@ -174,6 +174,24 @@ pub struct Latency {
     pub under_2us: f64,
     /// Share of requests done within 10 µs, 0 to 1.
     pub under_10us: f64,
+    /// The distribution as points of its percentile curve, at [`CURVE_QUANTILES`] (for plots).
+    #[serde(default)]
+    pub percentiles: Vec<Percentile>,
+}
+
+/// The quantiles recorded in [`Latency::percentiles`]: from the median out to 99.99 % and the
+/// largest request (1.0).
+pub const CURVE_QUANTILES: [f64; 15] = [
+    0.01, 0.1, 0.25, 0.5, 0.75, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9999, 1.0,
+];
+
+/// One point of a latency percentile curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    /// The quantile, 0 to 1 (0.99 is the 99th percentile).
+    pub q: f64,
+    /// Latency at that quantile, microseconds.
+    pub us: f64,
 }
 
 impl Latency {
@@ -192,12 +210,19 @@ impl Latency {
             max_us: us(h.max()),
             under_2us: h.count_between(0, 2_000) as f64 / h.len() as f64,
             under_10us: h.count_between(0, 10_000) as f64 / h.len() as f64,
+            percentiles: CURVE_QUANTILES
+                .iter()
+                .map(|&q| Percentile {
+                    q,
+                    us: us(h.value_at_quantile(q)),
+                })
+                .collect(),
         }
     }
 }
 
 /// One configuration on one workload, over the repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
     /// Configuration.
     pub config: Config,
@@ -212,7 +237,7 @@ pub struct Cell {
 }
 
 /// Fast-read counters (a serialisable copy of [`FastReadStats`]).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct FastReadCounters {
     /// Inline attempts.
     pub attempts: u64,
@@ -251,7 +276,7 @@ impl FastReadCounters {
 }
 
 /// One workload's row of cells.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadFigures {
     /// Workload.
     pub workload: Workload,
@@ -262,7 +287,7 @@ pub struct WorkloadFigures {
 }
 
 /// Everything `vecio bench nowait` measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NowaitReport {
     /// The run's set-up.
     pub meta: RunMeta,

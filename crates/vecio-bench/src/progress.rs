@@ -107,9 +107,11 @@ fn new_bar(len: u64, template: &str, label: &str) -> ProgressBar {
     let style = ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
-    ProgressBar::new(len)
-        .with_style(style)
-        .with_prefix(label.to_string())
+    crate::overall::attach(
+        ProgressBar::new(len)
+            .with_style(style)
+            .with_prefix(label.to_string()),
+    )
 }
 
 /// Moves `bar` to the elapsed milliseconds every [`TICK`] until the sender is dropped.

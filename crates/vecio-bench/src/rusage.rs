@@ -8,10 +8,10 @@
 use std::io;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// CPU time and context switches consumed, from one `getrusage(2)` call or the difference of two.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     /// User CPU time in seconds (`ru_utime`).
     pub user_s: f64,
@@ -92,7 +92,7 @@ fn timeval_s(tv: libc::timeval) -> f64 {
 
 /// Context switches of a process, from `voluntary_ctxt_switches` and
 /// `nonvoluntary_ctxt_switches` in `/proc/PID/status` (proc(5)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CtxSwitches {
     /// Voluntary context switches.
     pub voluntary: u64,

@@ -1,10 +1,10 @@
 //! Summary statistics over repeated measurements: mean, sample standard deviation, extremes,
 //! relative spread and median.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Mean, spread and extremes of a set of samples.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Arithmetic mean.
     pub mean: f64,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecio::{Batch, Direct, Engine, EngineKind, File, IoIter, PagePool, RwFlags};
 
 use crate::fio::{FioEngine, FioJob, FioRw};
@@ -69,7 +69,7 @@ impl Default for WritevOptions {
 }
 
 /// One row of the seed's table.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Row {
     /// Random 32 KiB writev.
     RandomWritev,
@@ -153,7 +153,7 @@ impl Row {
 }
 
 /// One timed measurement of one engine on one row.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Sample {
     /// Throughput, MB/s (10^6 bytes per second).
     pub mb_s: f64,
@@ -170,7 +170,7 @@ pub struct Sample {
 }
 
 /// An engine's figures for one row, over all repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineFigures {
     /// Engine name.
     pub engine: String,
@@ -187,7 +187,7 @@ impl EngineFigures {
 }
 
 /// fio's figures for one job over the repetitions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FioFigures {
     /// The job's description (`bs=4k psync`).
     pub job: String,
@@ -202,7 +202,7 @@ pub struct FioFigures {
 }
 
 /// One row of the measured table.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RowFigures {
     /// Which row.
     pub row: Row,
@@ -244,7 +244,7 @@ impl RowFigures {
 impl RowFigures {}
 
 /// Everything `vecio bench writev` measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WritevReport {
     /// The run's set-up.
     pub meta: RunMeta,

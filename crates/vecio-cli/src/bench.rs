@@ -10,9 +10,7 @@ use vecio_bench::loopdev::{self, LoopOptions};
 use vecio_bench::nowait::{self, NowaitOptions};
 use vecio_bench::writev::{self, WritevOptions};
 
-use crate::cli::{
-    AllArgs, Bench, CallcostArgs, CallcostWorkerArgs, LoopArgs, NowaitArgs, WritevArgs,
-};
+use crate::cli::{Bench, CallcostArgs, CallcostWorkerArgs, LoopArgs, NowaitArgs, WritevArgs};
 
 /// Runs one `vecio bench` subcommand.
 pub fn run(b: Bench) -> Result<()> {
@@ -22,7 +20,10 @@ pub fn run(b: Bench) -> Result<()> {
         Bench::Callcost(a) => bench_callcost(a),
         Bench::CallcostWorker(a) => callcost_worker(a),
         Bench::Loop(a) => bench_loop(a),
-        Bench::All(a) => bench_all(a),
+        Bench::Fuse(a) => crate::bench_fuse::run(a),
+        Bench::All(a) => crate::report::bench_all(a),
+        Bench::Compare(a) => crate::report::compare(a),
+        Bench::Report(a) => crate::report::render(a),
     }
 }
 
@@ -104,99 +105,4 @@ fn bench_loop(a: LoopArgs) -> Result<()> {
     let report = loopdev::run(&opts, &exe)?;
     print!("{}", loopdev::render(&report));
     write_json(a.json.as_deref(), &report)
-}
-
-/// Everything `vecio bench all` measured.
-#[derive(Serialize)]
-struct AllReport {
-    writev: writev::WritevReport,
-    nowait: nowait::NowaitReport,
-    callcost: callcost::CallcostReport,
-    /// `None` when fio (the loop experiment's NBD client) is missing or `--no-fio` was given.
-    #[serde(rename = "loop")]
-    loop_dev: Option<loopdev::LoopReport>,
-    missing: Vec<&'static str>,
-}
-
-fn bench_all(a: AllArgs) -> Result<()> {
-    let mut opts = WritevOptions {
-        dir: a.dir.clone(),
-        fio: !a.no_fio,
-        ..WritevOptions::default()
-    };
-    if a.quick {
-        opts.size = 256 << 20;
-        opts.runtime = Duration::from_secs(1);
-        opts.repeat = 2;
-    }
-    let report = writev::run(&opts)?;
-    print!("{}", writev::render(&report));
-    let mut now = NowaitOptions {
-        dir: a.dir.clone(),
-        ..NowaitOptions::default()
-    };
-    if a.quick {
-        now.medium = 64 << 20;
-        now.large = 256 << 20;
-        now.runtime = Duration::from_secs(1);
-        now.repeat = 1;
-    }
-    let nowait_report = nowait::run(&now)?;
-    println!();
-    print!("{}", nowait::render(&nowait_report));
-    let mut cc = CallcostOptions {
-        dir: a.dir.clone(),
-        ..CallcostOptions::default()
-    };
-    if a.quick {
-        cc.runtime = Duration::from_millis(300);
-        cc.repeat = 3;
-    }
-    let exe = std::env::current_exe().ok();
-    let callcost_report = callcost::run(&cc, exe.as_deref())?;
-    println!();
-    print!("{}", callcost::render(&callcost_report));
-    let loop_report = bench_all_loop(&a)?;
-    let missing = vec!["fuse (seed 004)"];
-    println!(
-        "\nNot yet measured by this version of vecio: {}",
-        missing.join(", ")
-    );
-    write_json(
-        a.json.as_deref(),
-        &AllReport {
-            writev: report,
-            nowait: nowait_report,
-            callcost: callcost_report,
-            loop_dev: loop_report,
-            missing,
-        },
-    )
-}
-
-/// The loop experiment inside `bench all`: skipped, with a line saying why, without fio.
-fn bench_all_loop(a: &AllArgs) -> Result<Option<loopdev::LoopReport>> {
-    println!();
-    let why = if a.no_fio {
-        Some("--no-fio was given and fio is its NBD client".to_string())
-    } else {
-        loopdev::client_missing()
-    };
-    if let Some(why) = why {
-        println!("loop device (seed 001) skipped: {why}");
-        return Ok(None);
-    }
-    let mut opts = LoopOptions {
-        dir: a.dir.clone(),
-        ..LoopOptions::default()
-    };
-    if a.quick {
-        opts.size = 256 << 20;
-        opts.runtime = Duration::from_secs(1);
-        opts.repeat = 1;
-    }
-    let exe = std::env::current_exe().context("finding the vecio binary")?;
-    let report = loopdev::run(&opts, &exe)?;
-    print!("{}", loopdev::render(&report));
-    Ok(Some(report))
 }

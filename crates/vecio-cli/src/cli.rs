@@ -1,4 +1,4 @@
-//! The command line: `vecio bench ...`, `vecio nbd ...`.
+//! The command line: `vecio bench ...`, `vecio nbd ...`, `vecio info ...`.
 
 use std::path::PathBuf;
 
@@ -25,6 +25,10 @@ pub enum Command {
     Nbd(crate::nbd::NbdArgs),
     /// Mount a passthrough view of a directory over FUSE (large scatter-gather direct I/O).
     Fuse(crate::fuse::FuseArgs),
+    /// What vecio learns about a file, directory or block device: filesystem, direct-I/O
+    /// alignment, which flags (O_DIRECT, RWF_NOWAIT, RWF_DSYNC, RWF_DONTCACHE) and io_uring work,
+    /// page-cache residency, the block queue behind it.
+    Info(crate::info::InfoArgs),
 }
 
 /// The experiments.
@@ -42,8 +46,15 @@ pub enum Bench {
     /// Loop device with direct and async I/O (2015): one image over NBD, vecio nbd direct and
     /// buffered, qemu-nbd and nbdkit, driven by fio's nbd engine.
     Loop(LoopArgs),
-    /// Every experiment, one summary.
+    /// FUSE scatter-gather direct I/O (2012): 32 x 4 KiB O_DIRECT preadv/pwritev through vecio
+    /// fuse, its per-segment mode, the libfuse examples, and natively.
+    Fuse(crate::bench_fuse::FuseBenchArgs),
+    /// Every experiment, one summary; --report DIR writes the HTML/Markdown/JSON report.
     All(AllArgs),
+    /// Two runs' figures side by side, changes beyond the run-to-run noise flagged.
+    Compare(crate::report::CompareArgs),
+    /// The report (index.html, report.md, results.json) of a recorded results.json.
+    Report(crate::report::ReportArgs),
 }
 
 /// Options every experiment takes.
@@ -115,7 +126,7 @@ pub struct LoopArgs {
 /// Options of `vecio bench all`.
 #[derive(Args, Debug, Clone)]
 pub struct AllArgs {
-    /// A short run (under 3 minutes on 2 cores): small file, 1 s measurements, 2 repetitions.
+    /// A short run (under 3 minutes on 2 cores): small files, half-second measurements.
     #[arg(long)]
     pub quick: bool,
     /// Directory for scratch files (default: the current directory).
@@ -127,6 +138,21 @@ pub struct AllArgs {
     /// Do not run fio beside vecio.
     #[arg(long)]
     pub no_fio: bool,
+    /// Write the report (index.html, report.md, results.json, plots/) into this directory.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Seconds per measurement, overriding the preset (callcost's at most 1 s).
+    #[arg(long)]
+    pub runtime: Option<f64>,
+    /// Bytes of each scratch file, overriding the preset (k, M, G suffixes).
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Repetitions, overriding the preset.
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Do not count instructions with callgrind.
+    #[arg(long)]
+    pub no_callgrind: bool,
 }
 
 /// Options of `vecio bench nowait`.

@@ -83,22 +83,12 @@ pub fn run(a: FuseArgs) -> Result<()> {
     }
     let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
     let unmounter = server.unmounter();
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("installing signal handlers")?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                tracing::info!(signal = sig, "unmounting");
-                if let Err(e) = unmounter.unmount() {
-                    eprintln!("vecio: unmount: {e}");
-                }
-            }
-        })
-        .context("starting the signal thread")?;
+    crate::signals::on_stop(move |sig| {
+        tracing::info!(signal = sig, "unmounting");
+        if let Err(e) = unmounter.unmount() {
+            eprintln!("vecio: unmount: {e}");
+        }
+    })?;
     if let Some(p) = &a.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;

@@ -1,9 +1,13 @@
 //! The `vecio` command.
 
 mod bench;
+mod bench_fuse;
 mod cli;
 mod fuse;
+mod info;
 mod nbd;
+mod report;
+mod signals;
 mod size;
 
 use clap::Parser;
@@ -21,6 +25,7 @@ fn main() {
         cli::Command::Bench(b) => bench::run(b),
         cli::Command::Nbd(a) => nbd::run(a),
         cli::Command::Fuse(a) => fuse::run(a),
+        cli::Command::Info(a) => info::run(a),
     };
     if let Err(e) = result {
         eprintln!("vecio: {}", one_line(&e));

@@ -102,20 +102,10 @@ pub fn run(a: NbdArgs) -> Result<()> {
         lines.push(format!("nbd://{host}:{}{name}", at.port()));
     }
     let stop = server.shutdown_handle();
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .context("installing signal handlers")?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                tracing::info!(signal = sig, "stopping");
-                stop.trigger();
-            }
-        })
-        .context("starting the signal thread")?;
+    crate::signals::on_stop(move |sig| {
+        tracing::info!(signal = sig, "stopping");
+        stop.trigger();
+    })?;
     if let Some(p) = &a.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;

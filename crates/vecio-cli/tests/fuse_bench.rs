@@ -28,14 +28,26 @@ fn bench_fuse_measures_every_subject_and_cleans_up() {
     let out = vecio(
         dir.path(),
         &[
-            "bench", "fuse", "--size", "16M", "--runtime", "0.3", "--repeat", "1", "--json",
+            "bench",
+            "fuse",
+            "--size",
+            "16M",
+            "--runtime",
+            "0.3",
+            "--repeat",
+            "1",
+            "--json",
             json.to_str().unwrap(),
         ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(mounted_under(dir.path()).is_empty(), "left mounted: {:?}", mounted_under(dir.path()));
+    assert!(
+        mounted_under(dir.path()).is_empty(),
+        "left mounted: {:?}",
+        mounted_under(dir.path())
+    );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let cells = v["cells"].as_array().expect("cells");
     let cell = |subject: &str, op: &str, direct: bool| {
@@ -55,10 +67,16 @@ fn bench_fuse_measures_every_subject_and_cleans_up() {
     for op in ["Readv", "Writev"] {
         let packed = mb(cell("vecio fuse", op, true));
         let per_segment = mb(cell("vecio fuse --max-pages 1", op, true));
-        assert!(packed > per_segment, "{op}: packed {packed} MB/s <= per-segment {per_segment}");
+        assert!(
+            packed > per_segment,
+            "{op}: packed {packed} MB/s <= per-segment {per_segment}"
+        );
     }
     // A libfuse example that fails says how (the Debian examples refuse O_DIRECT writes).
-    for c in cells.iter().filter(|c| c["subject"].as_str().unwrap_or("").starts_with("libfuse")) {
+    for c in cells
+        .iter()
+        .filter(|c| c["subject"].as_str().unwrap_or("").starts_with("libfuse"))
+    {
         assert!(
             c["error"].is_null() || c["error"].as_str().is_some_and(|e| !e.is_empty()),
             "{c}"

@@ -11,7 +11,6 @@ use std::path::Path;
 
 use common::{cpath, errno, mode, mount_or_skip, names, pattern, raw};
 
-
 fn ts(sec: i64, nsec: i64) -> libc::timespec {
     libc::timespec {
         tv_sec: sec,

@@ -14,7 +14,6 @@ use std::path::Path;
 
 use common::{cpath, errno, mode, mount_or_skip, names, pattern, raw};
 
-
 fn fallocate(f: &File, mode: i32, off: i64, len: i64) -> Result<(), i32> {
     // SAFETY: fallocate on a live descriptor.
     match unsafe { libc::fallocate(f.as_raw_fd(), mode, off, len) } {

@@ -73,9 +73,13 @@ fn overlaps(a: &Range<u64>, b: &Range<u64>) -> bool {
     a.start < b.end && b.start < a.end
 }
 
+/// What `std::fs` says a run of requests does: the batches (ranges of request indexes), each
+/// read's bytes (`None` for writes), and the final file.
+type Reference = (Vec<Range<usize>>, Vec<Option<Vec<u8>>>, Vec<u8>);
+
 /// Groups requests into batches (see the module docs), and computes what `std::fs` says: each
 /// read's bytes (`None` for writes) and the final file.
-fn reference(reqs: &[Req]) -> (Vec<Range<usize>>, Vec<Option<Vec<u8>>>, Vec<u8>) {
+fn reference(reqs: &[Req]) -> Reference {
     let dir = tempdir();
     let path = dir.path().join("reference");
     let f = std::fs::OpenOptions::new()

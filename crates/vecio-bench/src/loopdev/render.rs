@@ -310,6 +310,7 @@ mod tests {
             iops: summary,
             mb_s: summary,
             samples: vec![s],
+            cache_curve: Vec::new(),
         }
     }
 

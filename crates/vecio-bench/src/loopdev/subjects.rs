@@ -3,12 +3,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fio::FioRw;
 
 /// What serves the image: a server process, or fio on the file itself.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Subject {
     /// `vecio nbd --cache=none --aio=uring`: direct and asynchronous, the seed's "after".
     VecioDirect,
@@ -102,7 +102,7 @@ impl Subject {
 }
 
 /// One fio job of the table.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Job {
     /// 4 KiB random reads (the seed's `randread`).
     RandRead4k,

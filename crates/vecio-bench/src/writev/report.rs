@@ -106,7 +106,7 @@ pub fn render(report: &WritevReport) -> String {
 }
 
 /// One target of the experiment and whether this run met it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Target {
     /// What the target asks and what was measured.
     pub text: String,

@@ -1,0 +1,110 @@
+//! The page cache over time during one measurement: a thread takes a [`CacheSnapshot`] of a
+//! file every few milliseconds until stopped, giving the curve the report plots (the loop
+//! experiment's "how fast does the image fill the cache").
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::pagecache::CacheSnapshot;
+
+/// One point of the curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CachePoint {
+    /// Seconds since sampling started.
+    pub t_s: f64,
+    /// Bytes of the file resident in the page cache (`mincore(2)`).
+    pub file_resident: u64,
+    /// Change of the system's `Cached:` since sampling started, bytes.
+    pub system_cached: i64,
+}
+
+/// A running sampler; [`CacheSampler::stop`] ends it and returns the curve.
+#[derive(Debug)]
+pub struct CacheSampler {
+    stop: Sender<()>,
+    handle: JoinHandle<Vec<CachePoint>>,
+}
+
+impl CacheSampler {
+    /// Starts sampling `path` every `interval` (the first point at once).
+    pub fn start(path: &Path, interval: Duration) -> CacheSampler {
+        let (stop, rx) = mpsc::channel::<()>();
+        let path: PathBuf = path.to_path_buf();
+        let handle = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let first = CacheSnapshot::take(&path).ok();
+            let mut points = Vec::new();
+            loop {
+                if let (Some(first), Ok(now)) = (first, CacheSnapshot::take(&path)) {
+                    points.push(CachePoint {
+                        t_s: t0.elapsed().as_secs_f64(),
+                        file_resident: now.file_resident,
+                        system_cached: now.system_cached as i64 - first.system_cached as i64,
+                    });
+                }
+                match rx.recv_timeout(interval) {
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    _ => break,
+                }
+            }
+            points
+        });
+        CacheSampler { stop, handle }
+    }
+
+    /// The interval that gives about 25 points over `runtime`, between 20 ms and 500 ms.
+    pub fn interval_for(runtime: Duration) -> Duration {
+        (runtime / 25).clamp(Duration::from_millis(20), Duration::from_millis(500))
+    }
+
+    /// Stops sampling (after one last point) and returns the curve.
+    pub fn stop(self) -> Vec<CachePoint> {
+        drop(self.stop);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curve_follows_a_file_into_the_cache() -> anyhow::Result<()> {
+        // Beside the crate, not in /tmp: tmpfs has no disk to evict to.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
+        let p = dir.path().join("curve");
+        std::fs::write(&p, vec![9u8; 4 << 20])?;
+        crate::pagecache::flush_and_evict(&p)?;
+        let s = CacheSampler::start(&p, Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(60));
+        crate::cache::warm(&p)?;
+        std::thread::sleep(Duration::from_millis(60));
+        let curve = s.stop();
+        assert!(curve.len() >= 3, "{curve:?}");
+        assert!(curve.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+        let last = curve.last().map_or(0, |p| p.file_resident);
+        assert!(last >= 3 << 20, "warm file resident at the end: {curve:?}");
+        assert!(curve[0].file_resident < last, "{curve:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn interval_is_clamped() {
+        assert_eq!(
+            CacheSampler::interval_for(Duration::from_millis(100)),
+            Duration::from_millis(20)
+        );
+        assert_eq!(
+            CacheSampler::interval_for(Duration::from_secs(5)),
+            Duration::from_millis(200)
+        );
+        assert_eq!(
+            CacheSampler::interval_for(Duration::from_secs(60)),
+            Duration::from_millis(500)
+        );
+    }
+}

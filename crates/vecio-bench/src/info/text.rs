@@ -1,0 +1,140 @@
+//! `vecio info`'s human output.
+
+use super::{FileInfo, Kind};
+use crate::table::Table;
+
+/// Bytes as `1.5 GiB`, `512 B`.
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+/// `items` joined with commas, broken into lines of about `width` characters, continuation
+/// lines indented under the first.
+fn wrap(items: &[String], width: usize) -> String {
+    let mut out = String::new();
+    let mut len = 0;
+    for (i, item) in items.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        if len > 0 && len + sep.len() + item.len() > width {
+            out += &format!(",\n{:15}", "");
+            len = 0;
+        } else {
+            out += sep;
+            len += sep.len();
+        }
+        out += item;
+        len += item.len();
+    }
+    out
+}
+
+/// The report as text, one fact a line.
+pub fn render(i: &FileInfo) -> String {
+    let kind = match i.kind {
+        Kind::Regular => "regular file",
+        Kind::Block => "block device",
+        Kind::Directory => "directory",
+    };
+    let mut out = match i.kind {
+        Kind::Directory => format!("{}: {kind}\n", i.path),
+        _ => format!("{}: {kind}, {}\n", i.path, fmt_bytes(i.size)),
+    };
+    let mut line = |k: &str, v: String| out += &format!("{k:<14} {v}\n");
+    match (&i.fs, &i.mount) {
+        (Some(fs), Some(m)) => line(
+            "filesystem",
+            format!("{fs}, mounted at {} from {}", m.point, m.source),
+        ),
+        (Some(fs), None) => line("filesystem", fs.clone()),
+        _ => {}
+    }
+    line(
+        "direct I/O",
+        i.dio_align
+            .as_ref()
+            .map_or("alignment unknown".into(), |a| {
+                format!(
+                    "buffers aligned to {} B, offsets and lengths to {} B (from {})",
+                    a.mem, a.offset, a.source
+                )
+            }),
+    );
+    if let Some(r) = i.page_cache {
+        let pct = if r.total > 0 {
+            100.0 * r.resident as f64 / r.total as f64
+        } else {
+            0.0
+        };
+        line(
+            "page cache",
+            format!(
+                "{} of {} resident ({pct:.1}%)",
+                fmt_bytes(r.resident),
+                fmt_bytes(r.total)
+            ),
+        );
+    }
+    match &i.device {
+        Some(d) => {
+            let part = d
+                .disk
+                .as_ref()
+                .map_or(String::new(), |disk| format!(", a partition of {disk}"));
+            line("block device", format!("{} ({}){part}", d.name, d.number));
+            if let Some(l) = &d.loop_backing {
+                let dio = if l.direct_io { "on" } else { "off" };
+                line("loop", format!("backed by {}, direct I/O {dio}", l.file));
+            }
+            let q: Vec<String> = d.queue.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            line("queue", wrap(&q, 80));
+        }
+        None => line(
+            "block device",
+            "none (no device behind this filesystem)".into(),
+        ),
+    }
+    out += &format!(
+        "\nwhat the kernel did: reads on {}; writes on {}\n",
+        i.probed_on.reads,
+        i.probed_on
+            .writes
+            .as_deref()
+            .unwrap_or("nothing (see below)")
+    );
+    let mut t = Table::new(["probe", "result", "call and answer"]);
+    for (name, p) in i.capabilities.named() {
+        t.row([
+            name.to_string(),
+            p.outcome.name().to_string(),
+            p.detail.clone(),
+        ]);
+    }
+    out += &t.to_string();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_well() {
+        assert_eq!(fmt_bytes(0), "0 B");
+        assert_eq!(fmt_bytes(1023), "1023 B");
+        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+        assert_eq!(fmt_bytes(1 << 30), "1.0 GiB");
+        let items: Vec<String> = ["aaaa", "bbbb", "cccc"].map(String::from).to_vec();
+        assert_eq!(wrap(&items, 12), format!("aaaa, bbbb,\n{:15}cccc", ""));
+        assert_eq!(wrap(&items, 80), "aaaa, bbbb, cccc");
+    }
+}

@@ -1,0 +1,279 @@
+//! The report as one self-contained HTML page: inline styles, inline SVG plots, and one inline
+//! script that checks every plot drew (non-empty box, some shapes) and writes the verdict into
+//! `#report-check` (`plots-ok N` or `plots-bad IDS`), so a headless browser can confirm it.
+
+use super::summary::SummaryRow;
+use super::{Cell, DataTable, Section};
+use crate::results::AllResults;
+
+const STYLE: &str = "
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;color:#1b1b1b;line-height:1.4}
+h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}th{background:#f3f3f3;text-align:left}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.setup th{width:11em}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
+.miss{color:#b00000;font-weight:700}.ok{color:#06700b;font-weight:600}
+.not-measured{background:#fff4e0;border-left:4px solid #e6a23c;padding:.5em 1em}
+table.claims q{font-style:italic}
+figure.plot{margin:1em 1em 1em 0;display:inline-block;vertical-align:top}figure.plot svg{max-width:100%;height:auto}
+figcaption{font-size:.85em;color:#444;max-width:900px}nav a{margin-right:1em}
+#report-check{font-size:.75em;color:#888}
+";
+
+const SCRIPT: &str = "
+(function () {
+  var figs = document.querySelectorAll('figure.plot');
+  var bad = [];
+  for (var i = 0; i < figs.length; i++) {
+    var svg = figs[i].querySelector('svg');
+    var box = svg ? svg.getBoundingClientRect() : null;
+    var shapes = svg ? svg.querySelectorAll('rect,path,polyline,line,circle').length : 0;
+    if (!svg || !(box.width > 0 && box.height > 0) || shapes === 0) { bad.push(figs[i].id); }
+  }
+  var out = document.getElementById('report-check');
+  out.textContent = bad.length === 0 ? 'plots-ok ' + figs.length : 'plots-bad ' + bad.join(' ');
+  out.setAttribute('data-status', bad.length === 0 ? 'ok' : 'bad');
+})();
+";
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn cell(c: &Cell) -> String {
+    match c {
+        Cell::Text(t) => format!("<td>{}</td>", esc(t)),
+        Cell::Num {
+            text,
+            value,
+            json: Some(p),
+        } => format!(
+            "<td class=\"num\" data-json=\"{}\" data-value=\"{value}\">{}</td>",
+            esc(p),
+            esc(text)
+        ),
+        Cell::Num {
+            text,
+            value,
+            json: None,
+        } => format!(
+            "<td class=\"num derived\" data-value=\"{value}\">{}</td>",
+            esc(text)
+        ),
+    }
+}
+
+fn table(t: &DataTable) -> String {
+    let mut out = format!("<table>\n<caption>{}</caption>\n<tr>", esc(&t.title));
+    for h in &t.header {
+        out += &format!("<th>{}</th>", esc(h));
+    }
+    out += "</tr>\n";
+    for row in &t.rows {
+        out += "<tr>";
+        for c in row {
+            out += &cell(c);
+        }
+        out += "</tr>\n";
+    }
+    out + "</table>\n"
+}
+
+fn mark(met: bool) -> &'static str {
+    if met {
+        "<span class=\"ok\">[ ok ]</span>"
+    } else {
+        "<span class=\"miss\">[MISS]</span>"
+    }
+}
+
+fn summary(rows: &[SummaryRow]) -> String {
+    let mut out = String::from(
+        "<table id=\"summary-table\">\n<tr><th>seed</th><th>result</th><th>seed's figure</th>\
+         <th>vecio</th><th>best peer</th><th>vecio/peer</th><th>target</th></tr>\n",
+    );
+    for r in rows {
+        let target = match &r.target {
+            Some(v) => format!("{} {}", mark(v.met), esc(&v.want)),
+            None => "-".into(),
+        };
+        out += &format!(
+            "<tr><td><a href=\"#seed-{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td class=\"num\">{}</td><td>{target}</td></tr>\n",
+            r.seed,
+            r.seed,
+            esc(&r.result),
+            esc(&r.seed_figure),
+            esc(&r.vecio),
+            esc(&r.peer),
+            super::fmt::ratio(r.ratio),
+        );
+    }
+    out + "</table>\n"
+}
+
+fn setup_table(lines: &[(String, String)]) -> String {
+    let mut out = String::from("<table class=\"setup\">\n");
+    for (k, v) in lines {
+        out += &format!("<tr><th>{}</th><td>{}</td></tr>\n", esc(k), esc(v));
+    }
+    out + "</table>\n"
+}
+
+/// The `width` of an SVG document's root element, in pixels (900 when it has none).
+fn svg_width(svg: &str) -> u32 {
+    let root = svg.split('>').next().unwrap_or("");
+    root.split("width=\"")
+        .nth(1)
+        .and_then(|w| w.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(900)
+}
+
+fn section(s: &Section) -> String {
+    let seed = s.seed;
+    let mut out = format!(
+        "<section class=\"seed\" id=\"seed-{}\" data-seed=\"{}\">\n<h2>Seed {}: {}</h2>\n\
+         <p>Source: <code>seeds/{}</code>. {}</p>\n<h3>What it claimed</h3>\n",
+        seed.id,
+        seed.id,
+        seed.id,
+        esc(seed.title),
+        esc(seed.file),
+        esc(seed.method)
+    );
+    out += "<table class=\"claims\">\n<tr><th>the seed's words</th><th>figure</th></tr>\n";
+    for c in seed.claims {
+        out += &format!(
+            "<tr><td><q>{}</q></td><td>{}</td></tr>\n",
+            esc(c.quote),
+            esc(c.figure)
+        );
+    }
+    out += "</table>\n";
+    if let Some(why) = &s.not_measured {
+        out += &format!(
+            "<p class=\"not-measured\">Not measured: {}</p>\n</section>\n",
+            esc(why)
+        );
+        return out;
+    }
+    out += "<h3>Set-up here</h3>\n";
+    out += &setup_table(&s.setup);
+    out += "<h3>Measured</h3>\n";
+    for t in &s.tables {
+        out += &table(t);
+    }
+    for n in &s.notes {
+        out += &format!("<p>{}</p>\n", esc(n));
+    }
+    out += "<h3>Plots</h3>\n";
+    for p in &s.plots {
+        out += &format!(
+            "<figure class=\"plot\" id=\"{}\" style=\"max-width:{}px\">\n{}\n<figcaption><b>{}.</b> {}</figcaption>\n</figure>\n",
+            esc(&p.id),
+            svg_width(&p.svg),
+            p.svg.trim(),
+            esc(&p.title),
+            esc(&p.caption)
+        );
+    }
+    out += "<h3>Targets</h3>\n<ul class=\"targets\">\n";
+    for t in &s.targets {
+        out += &format!("<li>{} {}</li>\n", mark(t.met), esc(&t.text));
+    }
+    out + "</ul>\n</section>\n"
+}
+
+/// The whole page.
+pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> String {
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>vecio reproduction report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
+         <h1>vecio: the five source documents, re-measured</h1>\n"
+    );
+    if let Some(s) = &r.setup {
+        out += &format!(
+            "<p>Measured {} UTC with vecio {}: <code>{}</code></p>\n",
+            esc(&s.date_utc),
+            esc(&s.vecio_version),
+            esc(&s.command)
+        );
+    }
+    if r.quick {
+        out += "<p class=\"not-measured\">A quick run: short measurements on small files. A \
+                smoke test of the set-up, not a result; run without <code>--quick</code> for \
+                real figures.</p>\n";
+    }
+    out += "<nav><a href=\"#summary\">summary</a>";
+    for s in sections {
+        out += &format!(
+            "<a href=\"#seed-{}\">{} {}</a>",
+            s.seed.id, s.seed.id, s.seed.experiment
+        );
+    }
+    out += "</nav>\n<section id=\"summary\">\n<h2>Summary</h2>\n";
+    out += &summary(rows);
+    if !r.not_measured.is_empty() {
+        out += "<ul class=\"not-measured\">\n";
+        for n in &r.not_measured {
+            let how = if n.failed { "failed" } else { "not measured" };
+            out += &format!(
+                "<li>{}: {how}: {}</li>\n",
+                esc(&n.experiment),
+                esc(&n.reason)
+            );
+        }
+        out += "</ul>\n";
+    }
+    if let Some(s) = &r.setup {
+        let mut lines = vec![(
+            "machine".to_string(),
+            format!(
+                "kernel {}, {} CPUs",
+                s.kernel.as_deref().unwrap_or("?"),
+                s.cpus
+            ),
+        )];
+        for t in &s.tools {
+            let v = t.version.clone().unwrap_or_else(|| "not installed".into());
+            lines.push((t.name.clone(), v));
+        }
+        out += &setup_table(&lines);
+    }
+    out += "</section>\n";
+    for s in sections {
+        out += &section(s);
+    }
+    out += &format!(
+        "<p id=\"report-check\">not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_carry_their_values() {
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        let c = cell(&Cell::json(1.25, 1, "/x/0".into()));
+        assert_eq!(
+            c,
+            "<td class=\"num\" data-json=\"/x/0\" data-value=\"1.25\">1.2</td>"
+        );
+        assert_eq!(
+            svg_width("<svg width=\"440\" height=\"320\"><rect width=\"9\"/>"),
+            440
+        );
+        assert_eq!(svg_width("<svg>"), 900);
+        let d = cell(&Cell::derived(2.0, "2.00x".into()));
+        assert!(d.contains("derived") && d.contains("2.00x"));
+    }
+}

@@ -1,0 +1,391 @@
+//! The report's plots as SVG text (plotters' SVG backend: no fonts, no bitmaps; the browser
+//! draws the text): grouped bars with the repetitions' spread and the seed's ratio marked, and
+//! line plots for curves (latency percentiles, page cache over time).
+
+use std::ops::Range;
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+/// Bar plots' size in pixels.
+const BARS: (u32, u32) = (900, 380);
+/// Line plots' size in pixels.
+const LINES: (u32, u32) = (440, 320);
+
+fn err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("drawing a plot: {e}")
+}
+
+/// The share of a plot's height its legend of `entries` lines takes (kept free above the data).
+fn legend_room(entries: usize, height: u32) -> f64 {
+    let plot = f64::from(height.saturating_sub(90).max(100));
+    ((entries as f64 * 19.0 + 24.0) / plot).clamp(0.0, 0.7)
+}
+
+/// Axis numbers, short: `1.2M`, `140k`, `9000`, `2.5`, `0.25`.
+fn tick(v: &f64) -> String {
+    let a = v.abs();
+    if a >= 1e7 {
+        format!("{:.0}M", v / 1e6)
+    } else if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// One bar: its height, the spread of the repetitions, and the seed's mark.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BarValue {
+    /// Height (the median).
+    pub value: f64,
+    /// Lowest repetition.
+    pub low: f64,
+    /// Highest repetition.
+    pub high: f64,
+    /// Where the seed's ratio puts this bar, if it says.
+    pub mark: Option<f64>,
+}
+
+impl BarValue {
+    /// A bar with no spread and no mark.
+    pub fn plain(value: f64) -> BarValue {
+        BarValue {
+            value,
+            low: value,
+            high: value,
+            mark: None,
+        }
+    }
+
+    /// A bar from a summary of repetitions.
+    pub fn of(s: &crate::stats::Summary) -> BarValue {
+        BarValue {
+            value: s.median,
+            low: s.min,
+            high: s.max,
+            mark: None,
+        }
+    }
+
+    /// The same bar with the seed's mark at `mark`.
+    pub fn marked(self, mark: Option<f64>) -> BarValue {
+        BarValue { mark, ..self }
+    }
+}
+
+/// A group of bars on the x axis, one per series (`None`: not measured).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarGroup {
+    /// Its label under the axis.
+    pub label: String,
+    /// One value per series.
+    pub values: Vec<Option<BarValue>>,
+}
+
+/// A grouped bar plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    /// Title.
+    pub title: String,
+    /// The y axis.
+    pub y_label: String,
+    /// Series names (the legend).
+    pub series: Vec<String>,
+    /// Groups along the x axis.
+    pub groups: Vec<BarGroup>,
+    /// What the marks mean (legend), e.g. `seed's ratio x serial`.
+    pub mark_label: String,
+}
+
+/// Draws `spec` as SVG.
+pub fn bars(spec: &Bars) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, BARS).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let all = spec.groups.iter().flat_map(|g| g.values.iter().flatten());
+        let top = all
+            .flat_map(|v| [v.value, v.high, v.mark.unwrap_or(0.0)])
+            .fold(0.0f64, f64::max);
+        let n = spec.groups.len().max(1);
+        let marked = spec
+            .groups
+            .iter()
+            .any(|g| g.values.iter().flatten().any(|v| v.mark.is_some()));
+        let room = legend_room(spec.series.len() + usize::from(marked), BARS.1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&spec.title, ("sans-serif", 21))
+            .margin(12)
+            .x_label_area_size(34)
+            .y_label_area_size(64)
+            .build_cartesian_2d(
+                -0.5f64..(n as f64 - 0.5),
+                0f64..(top * 1.05 / (1.0 - room)).max(1e-9),
+            )
+            .map_err(err)?;
+        let label_at = |x: &f64| {
+            let i = x.round();
+            let near = (x - i).abs() < 0.01 && i >= 0.0;
+            let label = near.then(|| spec.groups.get(i as usize)).flatten();
+            label.map_or(String::new(), |g| g.label.clone())
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .max_light_lines(2)
+            .x_labels(n + 1)
+            .x_label_formatter(&label_at)
+            .y_label_formatter(&tick)
+            .y_desc(spec.y_label.as_str())
+            .label_style(("sans-serif", 15))
+            .draw()
+            .map_err(err)?;
+        let m = spec.series.len().max(1);
+        let width = 0.8 / m as f64;
+        let slot = |gi: usize, si: usize| {
+            let x0 = gi as f64 - 0.4 + si as f64 * width;
+            (x0 + 0.012, x0 + width - 0.012)
+        };
+        for (si, name) in spec.series.iter().enumerate() {
+            let color = Palette99::pick(si).to_rgba();
+            let values = || {
+                spec.groups.iter().enumerate().filter_map(move |(gi, g)| {
+                    g.values
+                        .get(si)
+                        .copied()
+                        .flatten()
+                        .map(|v| (slot(gi, si), v))
+                })
+            };
+            chart
+                .draw_series(
+                    values().map(|((a, b), v)| {
+                        Rectangle::new([(a, 0.0), (b, v.value)], color.filled())
+                    }),
+                )
+                .map_err(err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
+            chart
+                .draw_series(values().filter(|(_, v)| v.high > v.low).map(|((a, b), v)| {
+                    let mid = (a + b) / 2.0;
+                    PathElement::new(vec![(mid, v.low), (mid, v.high)], BLACK.stroke_width(1))
+                }))
+                .map_err(err)?;
+        }
+        let marks: Vec<((f64, f64), f64)> = spec
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(gi, g)| {
+                g.values
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(si, v)| Some((slot(gi, si), (*v)?.mark?)))
+            })
+            .collect();
+        if !marks.is_empty() {
+            let mark_style = RGBColor(25, 25, 25).stroke_width(3);
+            chart
+                .draw_series(
+                    marks
+                        .iter()
+                        .map(|&((a, b), y)| PathElement::new(vec![(a, y), (b, y)], mark_style)),
+                )
+                .map_err(err)?
+                .label(spec.mark_label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], mark_style));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 15))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One curve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// Its name in the legend.
+    pub name: String,
+    /// Its points, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line plot.
+pub struct Lines<'a> {
+    /// Title.
+    pub title: String,
+    /// The x axis.
+    pub x_label: String,
+    /// The y axis.
+    pub y_label: String,
+    /// The curves.
+    pub lines: Vec<Line>,
+    /// Logarithmic y axis.
+    pub log_y: bool,
+    /// How x values are written on the axis.
+    pub x_fmt: &'a dyn Fn(&f64) -> String,
+}
+
+/// The smallest range holding every point's coordinate `f`, widened when flat.
+fn extent(lines: &[Line], f: impl Fn(&(f64, f64)) -> f64) -> Range<f64> {
+    let vals = lines.iter().flat_map(|l| l.points.iter().map(&f));
+    let (lo, hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    if !lo.is_finite() || !hi.is_finite() {
+        return 0.0..1.0;
+    }
+    if hi - lo < 1e-9 {
+        return lo - 0.5..hi + 0.5;
+    }
+    lo..hi
+}
+
+/// Draws a line chart on `root` with the y coordinate `$y` (a linear or a log range).
+macro_rules! line_chart {
+    ($root:expr, $spec:expr, $x:expr, $y:expr) => {{
+        let spec = $spec;
+        let mut chart = ChartBuilder::on($root)
+            .caption(&spec.title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(34)
+            .y_label_area_size(58)
+            .build_cartesian_2d($x, $y)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .max_light_lines(2)
+            .x_labels(6)
+            .x_label_formatter(spec.x_fmt)
+            .y_label_formatter(&tick)
+            .x_desc(spec.x_label.as_str())
+            .y_desc(spec.y_label.as_str())
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+        for (i, line) in spec.lines.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(
+                    line.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(line.name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 12, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+    }};
+}
+
+/// Draws `spec` as SVG.
+pub fn lines(spec: &Lines<'_>) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, LINES).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let x = extent(&spec.lines, |p| p.0);
+        let y = extent(&spec.lines, |p| p.1);
+        let room = legend_room(spec.lines.len(), LINES.1);
+        let grow = 1.0 / (1.0 - room);
+        if spec.log_y {
+            let lo = (y.start.max(1e-3) / 2.0).max(1e-3);
+            let hi = (y.end * 1.5).max(lo * 10.0);
+            let hi = lo * (hi / lo).powf(grow);
+            line_chart!(&root, spec, x, (lo..hi).log_scale());
+        } else {
+            let lo = y.start.min(0.0);
+            let hi = if y.end > 0.0 { y.end * 1.05 } else { 1.0 };
+            line_chart!(&root, spec, x, lo..lo + (hi - lo) * grow);
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_draw_every_bar_and_mark() -> Result<()> {
+        let spec = Bars {
+            title: "t <1>".into(),
+            y_label: "MB/s".into(),
+            series: vec!["a".into(), "b".into()],
+            groups: vec![
+                BarGroup {
+                    label: "g0".into(),
+                    values: vec![Some(BarValue::plain(10.0)), None],
+                },
+                BarGroup {
+                    label: "g1".into(),
+                    values: vec![
+                        Some(BarValue::plain(5.0)),
+                        Some(BarValue::plain(20.0).marked(Some(25.0))),
+                    ],
+                },
+            ],
+            mark_label: "seed".into(),
+        };
+        let svg = bars(&spec)?;
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("t &lt;1&gt;"), "title escaped");
+        for label in ["g0", "g1", "a", "b", "seed"] {
+            let text = format!(">\n{label}\n</text>");
+            assert!(svg.contains(&text), "{label} missing");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn lines_draw_on_linear_and_log_axes() -> Result<()> {
+        let fmt = |x: &f64| format!("{x:.0}");
+        for log_y in [false, true] {
+            let svg = lines(&Lines {
+                title: "curve".into(),
+                x_label: "x".into(),
+                y_label: "y".into(),
+                lines: vec![Line {
+                    name: "l1".into(),
+                    points: vec![(0.0, 1.0), (1.0, 10.0), (2.0, 100.0)],
+                }],
+                log_y,
+                x_fmt: &fmt,
+            })?;
+            assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
+            assert!(svg.contains(">\nl1\n</text>"));
+        }
+        assert_eq!(extent(&[], |p| p.0), 0.0..1.0);
+        let ticks = [1e8, 1.2e6, 140_000.0, 9000.0, 2.5, 0.25].map(|v| tick(&v));
+        assert_eq!(ticks, ["100M", "1.2M", "140k", "9000", "2.5", "0.25"]);
+        assert!(legend_room(6, BARS.1) > legend_room(2, BARS.1));
+        Ok(())
+    }
+}

@@ -1,0 +1,273 @@
+//! Seed 000, the readv/writev rework: its section and summary rows.
+
+use anyhow::Result;
+use vecio::EngineKind;
+
+use super::fmt::{ratio, ratio_cell, summary_cell};
+use super::plot::{self, BarGroup, BarValue, Bars};
+use super::summary::{at_least, div, SummaryRow};
+use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
+use crate::results::AllResults;
+use crate::stats::{median, paired_median};
+use crate::writev::{self, FioFigures, Row, RowFigures, WritevReport};
+
+/// The engines in table order.
+const ENGINES: [EngineKind; 3] = [EngineKind::Serial, EngineKind::Sync, EngineKind::Uring];
+
+/// The section.
+pub(super) fn section(r: &AllResults) -> Result<Section> {
+    let seed = seeds::seed("writev");
+    let Some(w) = &r.writev else {
+        return Ok(Section::not_measured(seed, why_missing(r, "writev")));
+    };
+    let extra = vec![(
+        "workload".to_string(),
+        format!(
+            "{} MiB covered, {:.1} s per measurement, {} repetition(s)",
+            w.size >> 20,
+            w.runtime_s,
+            w.repeat
+        ),
+    )];
+    let mut s = Section::measured(seed, setup::lines(r, &w.meta, extra, &["fio"]));
+    s.tables.push(throughput(w));
+    s.tables.push(cpu(w));
+    s.plots.push(Plot {
+        id: "s000-throughput".into(),
+        title: "Throughput per engine, 32 KiB = 8 x 4 KiB O_DIRECT".into(),
+        caption: "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: the \
+                  serial engine's figure times the seed's speedup, where the seed puts the \
+                  batched engines."
+            .into(),
+        svg: plot::bars(&bars(w))?,
+    });
+    s.targets = writev::targets(w);
+    s.notes.push(
+        "Ratios are medians of per-repetition ratios (both sides measured back to back).".into(),
+    );
+    Ok(s)
+}
+
+fn engine_index(row: &RowFigures, k: EngineKind) -> Option<usize> {
+    row.engines.iter().position(|e| e.engine == k.name())
+}
+
+fn throughput(w: &WritevReport) -> DataTable {
+    let mut t = DataTable::new(
+        "Throughput, MB/s (10^6 bytes/s; median ± relative std dev of the repetitions)",
+        &[
+            "row",
+            "serial",
+            "sync",
+            "uring",
+            "fio bs=4k psync",
+            "fio bs=32k psync",
+            "uring/serial",
+            "sync/serial",
+            "seed",
+            "uring/fio 32k",
+        ],
+    );
+    for (ri, row) in w.rows.iter().enumerate() {
+        let base = format!("/writev/rows/{ri}");
+        let mut cells = vec![Cell::text(&row.name)];
+        for k in ENGINES {
+            cells.push(match engine_index(row, k) {
+                Some(ei) => summary_cell(
+                    &row.engines[ei].mb_s,
+                    1,
+                    format!("{base}/engines/{ei}/mb_s"),
+                ),
+                None => Cell::text("-"),
+            });
+        }
+        for (name, f) in [("fio_4k", &row.fio_4k), ("fio_32k", &row.fio_32k)] {
+            cells.push(match f {
+                Some(f) => summary_cell(&f.mb_s, 1, format!("{base}/{name}/mb_s")),
+                None => Cell::text("-"),
+            });
+        }
+        cells.push(ratio_cell(row.ratio(EngineKind::Uring, EngineKind::Serial)));
+        cells.push(ratio_cell(row.ratio(EngineKind::Sync, EngineKind::Serial)));
+        cells.push(Cell::json(
+            row.seed_speedup,
+            1,
+            format!("{base}/seed_speedup"),
+        ));
+        cells.push(ratio_cell(
+            row.ratio_to_fio(EngineKind::Uring, &row.fio_32k),
+        ));
+        t.rows.push(cells);
+    }
+    t
+}
+
+/// Median system µs per request of an engine.
+fn sys_us(row: &RowFigures, k: EngineKind) -> Option<f64> {
+    let e = &row.engines[engine_index(row, k)?];
+    median(
+        &e.samples
+            .iter()
+            .map(|s| s.sys_us_per_req)
+            .collect::<Vec<_>>(),
+    )
+}
+
+fn cpu(w: &WritevReport) -> DataTable {
+    let mut t = DataTable::new(
+        "System CPU per request, µs (median), and the seed's system-time ratio",
+        &[
+            "row",
+            "serial",
+            "sync",
+            "uring",
+            "fio bs=32k",
+            "serial/uring",
+            "seed",
+        ],
+    );
+    for (ri, row) in w.rows.iter().enumerate() {
+        let mut cells = vec![Cell::text(&row.name)];
+        for k in ENGINES {
+            cells.push(match sys_us(row, k) {
+                Some(v) => Cell::derived(v, format!("{v:.1}")),
+                None => Cell::text("-"),
+            });
+        }
+        cells.push(match &row.fio_32k {
+            Some(f) => Cell::json(
+                f.sys_us_per_req,
+                1,
+                format!("/writev/rows/{ri}/fio_32k/sys_us_per_req"),
+            ),
+            None => Cell::text("-"),
+        });
+        cells.push(ratio_cell(div(
+            sys_us(row, EngineKind::Serial),
+            sys_us(row, EngineKind::Uring),
+        )));
+        cells.push(match row.seed_sys_ratio {
+            Some(v) => Cell::json(v, 1, format!("/writev/rows/{ri}/seed_sys_ratio")),
+            None => Cell::text("-"),
+        });
+        t.rows.push(cells);
+    }
+    t
+}
+
+fn bars(w: &WritevReport) -> Bars {
+    let groups = w
+        .rows
+        .iter()
+        .map(|row| {
+            let serial = engine_index(row, EngineKind::Serial).map(|i| row.engines[i].mb_s.median);
+            let mark = serial.map(|s| s * row.seed_speedup);
+            let mut values: Vec<Option<BarValue>> = ENGINES
+                .iter()
+                .map(|&k| {
+                    let e = &row.engines[engine_index(row, k)?];
+                    let v = BarValue::of(&e.mb_s);
+                    Some(if k == EngineKind::Serial {
+                        v
+                    } else {
+                        v.marked(mark)
+                    })
+                })
+                .collect();
+            let fio = |f: &Option<FioFigures>| f.as_ref().map(|f| BarValue::of(&f.mb_s));
+            values.push(fio(&row.fio_4k));
+            values.push(fio(&row.fio_32k));
+            BarGroup {
+                label: row.name.clone(),
+                values,
+            }
+        })
+        .collect();
+    Bars {
+        title: "readv/writev: MB/s per engine (seed 000)".into(),
+        y_label: "MB/s".into(),
+        series: [
+            "serial",
+            "sync",
+            "uring",
+            "fio bs=4k psync",
+            "fio bs=32k psync",
+        ]
+        .map(String::from)
+        .to_vec(),
+        groups,
+        mark_label: "serial x the seed's speedup".into(),
+    }
+}
+
+/// The seed's results beside vecio's.
+pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+    let seed = "000";
+    let Some(w) = &r.writev else {
+        return vec![SummaryRow::missing(
+            seed,
+            "random writev: uring/serial",
+            "8.8x",
+        )];
+    };
+    let row = |x: Row| w.rows.iter().find(|f| f.row == x);
+    let fio_ratio =
+        |f: &RowFigures| paired_median(&f.fio_32k.as_ref()?.samples, &f.fio_4k.as_ref()?.samples);
+    let mut out = Vec::new();
+    for x in [
+        Row::RandomWritev,
+        Row::SequentialWritev,
+        Row::RandomMixed,
+        Row::SequentialMixed,
+    ] {
+        let Some(f) = row(x) else { continue };
+        let v = f.ratio(EngineKind::Uring, EngineKind::Serial);
+        let peer = fio_ratio(f);
+        out.push(SummaryRow {
+            seed,
+            result: format!("{}: uring/serial", x.name()),
+            seed_figure: format!("{:.1}x", x.seed_speedup()),
+            vecio: ratio(v),
+            peer: format!("{} fio 32k/4k", ratio(peer)),
+            ratio: div(v, peer),
+            target: if x == Row::RandomWritev {
+                at_least(v, 4.0, "x")
+            } else {
+                None
+            },
+        });
+    }
+    if let Some(f) = row(Row::RandomReadv) {
+        let v = div(sys_us(f, EngineKind::Serial), sys_us(f, EngineKind::Uring));
+        let peer = match (&f.fio_4k, &f.fio_32k) {
+            (Some(a), Some(b)) if b.sys_us_per_req > 0.0 => {
+                Some(a.sys_us_per_req / b.sys_us_per_req)
+            }
+            _ => None,
+        };
+        out.push(SummaryRow {
+            seed,
+            result: "random readv sys time: serial/uring".into(),
+            seed_figure: format!("{:.1}x", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0)),
+            vecio: ratio(v),
+            peer: format!("{} fio 4k/32k", ratio(peer)),
+            ratio: div(v, peer),
+            target: None,
+        });
+    }
+    if let Some(f) = row(Row::RandomWritev) {
+        let v = engine_index(f, EngineKind::Uring).map(|i| f.engines[i].mb_s.median);
+        let peer = f.fio_32k.as_ref().map(|x| x.mb_s.median);
+        let r = div(v, peer);
+        out.push(SummaryRow {
+            seed,
+            result: "random writev MB/s: uring vs fio 32k".into(),
+            seed_figure: "-".into(),
+            vecio: v.map_or("-".into(), |v| format!("{v:.1}")),
+            peer: peer.map_or("-".into(), |p| format!("{p:.1} fio 32k")),
+            ratio: r,
+            target: at_least(r, 0.95, "x"),
+        });
+    }
+    out
+}

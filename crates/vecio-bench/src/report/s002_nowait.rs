@@ -1,0 +1,300 @@
+//! Seed 002, preadv2 and RWF_NOWAIT fast reads: its section and summary rows.
+
+use anyhow::Result;
+
+use super::fmt::{change, ratio, share_cell, summary_cell};
+use super::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
+use super::summary::{at_least, at_most, div, SummaryRow, Verdict};
+use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
+use crate::nowait::{self, Cell as NowaitCell, Config, Latency, NowaitReport, Workload};
+use crate::results::AllResults;
+
+/// The seed's total bandwidth after / before fast reads (177339 / 174669 KB/s).
+const SEED_BANDWIDTH: f64 = 177_339.0 / 174_669.0;
+
+/// The section.
+pub(super) fn section(r: &AllResults) -> Result<Section> {
+    let seed = seeds::seed("nowait");
+    let Some(n) = &r.nowait else {
+        return Ok(Section::not_measured(seed, why_missing(r, "nowait")));
+    };
+    let extra = vec![(
+        "workload".to_string(),
+        format!(
+            "16 KiB buffered reads, {} in flight, pool of {} threads; f1 {} MiB mostly cached, \
+             f2 and f3 {} MiB; {:.1} s x {} per cell",
+            n.depth,
+            n.threads,
+            n.medium >> 20,
+            n.large >> 20,
+            n.runtime_s,
+            n.repeat
+        ),
+    )];
+    let mut s = Section::measured(seed, setup::lines(r, &n.meta, extra, &[]));
+    s.tables.push(raw(n));
+    s.tables.push(cells(n));
+    s.plots.push(Plot {
+        id: "s002-throughput".into(),
+        title: "MB/s per workload and configuration".into(),
+        caption: "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: pool \
+                  only times the seed's bandwidth ratio (1.02x: fast reads left bandwidth as it \
+                  was)."
+            .into(),
+        svg: plot::bars(&bars(n))?,
+    });
+    for (wi, w) in n.workloads.iter().enumerate() {
+        s.plots.push(Plot {
+            id: format!("s002-latency-{wi}"),
+            title: format!("Latency percentiles: {}", w.name),
+            caption: "Latency of every request from issue to completion, by percentile (log \
+                      scale); the rightmost point is the slowest request."
+                .into(),
+            svg: plot::lines(&curves(w.name.as_str(), &w.cells))?,
+        });
+    }
+    s.targets = nowait::targets(n);
+    Ok(s)
+}
+
+fn raw(n: &NowaitReport) -> DataTable {
+    let mut t = DataTable::new(
+        "The floor: raw preadv2 on f1, one call at a time, µs",
+        &["call", "p50", "p99", "under 2 µs"],
+    );
+    let l = &n.raw_preadv2;
+    t.rows.push(vec![
+        Cell::text("preadv2, 16 KiB"),
+        Cell::json(l.p50_us, 1, "/nowait/raw_preadv2/p50_us".into()),
+        Cell::json(l.p99_us, 1, "/nowait/raw_preadv2/p99_us".into()),
+        share_cell(l.under_2us, "/nowait/raw_preadv2/under_2us".into()),
+    ]);
+    t
+}
+
+fn cells(n: &NowaitReport) -> DataTable {
+    let mut t = DataTable::new(
+        "Per workload and configuration: MB/s (median ± relative std dev); latency in µs over \
+         every request of every repetition",
+        &[
+            "workload",
+            "config",
+            "MB/s",
+            "mean",
+            "p50",
+            "p99",
+            "p99.9",
+            "under 2 µs",
+            "fast reads tried",
+            "offloaded",
+        ],
+    );
+    for (wi, w) in n.workloads.iter().enumerate() {
+        for (ci, c) in w.cells.iter().enumerate() {
+            let base = format!("/nowait/workloads/{wi}/cells/{ci}");
+            let lat = |field: &str, v: f64| Cell::json(v, 1, format!("{base}/latency/{field}"));
+            let l = &c.latency;
+            t.rows.push(vec![
+                Cell::text(&w.name),
+                Cell::text(c.config.name()),
+                summary_cell(&c.mb_s, 1, format!("{base}/mb_s")),
+                lat("mean_us", l.mean_us),
+                lat("p50_us", l.p50_us),
+                lat("p99_us", l.p99_us),
+                lat("p999_us", l.p999_us),
+                share_cell(l.under_2us, format!("{base}/latency/under_2us")),
+                Cell::json(
+                    c.fast_read.attempts as f64,
+                    0,
+                    format!("{base}/fast_read/attempts"),
+                ),
+                Cell::json(
+                    c.fast_read.offloads as f64,
+                    0,
+                    format!("{base}/fast_read/offloads"),
+                ),
+            ]);
+        }
+    }
+    t
+}
+
+fn bars(n: &NowaitReport) -> Bars {
+    let groups = n
+        .workloads
+        .iter()
+        .map(|w| {
+            let pool = w
+                .cells
+                .iter()
+                .find(|c| c.config == Config::PoolOnly)
+                .map(|c| c.mb_s.median);
+            BarGroup {
+                label: w.name.split(':').next().unwrap_or(&w.name).to_string(),
+                values: Config::ALL
+                    .iter()
+                    .map(|&k| {
+                        let c = w.cells.iter().find(|c| c.config == k)?;
+                        let fast = matches!(k, Config::FastAlways | Config::FastTracked);
+                        let mark = fast.then(|| pool.map(|p| p * SEED_BANDWIDTH)).flatten();
+                        Some(BarValue::of(&c.mb_s).marked(mark))
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Bars {
+        title: format!(
+            "16 KiB buffered reads, {} in flight: MB/s (seed 002)",
+            n.depth
+        ),
+        y_label: "MB/s".into(),
+        series: Config::ALL.iter().map(|c| c.name().to_string()).collect(),
+        groups,
+        mark_label: "pool only x the seed's bandwidth ratio".into(),
+    }
+}
+
+/// Percentile `q` as "nines": 0.9 is 1, 0.99 is 2; the maximum (1.0) is drawn at 4.5.
+fn nines(q: f64) -> f64 {
+    if q >= 1.0 {
+        4.5
+    } else {
+        -(1.0 - q).log10()
+    }
+}
+
+/// The axis label of a "nines" position: 1 is `90`, 3 is `99.9`.
+fn percentile_label(x: &f64) -> String {
+    let p = 100.0 * (1.0 - 10f64.powf(-x));
+    let digits = (x.ceil() as i32 - 2).clamp(0, 3) as usize;
+    format!("{p:.digits$}")
+}
+
+fn curves(name: &str, cells: &[NowaitCell]) -> Lines<'static> {
+    let lines = cells
+        .iter()
+        .filter(|c| !c.latency.percentiles.is_empty())
+        .map(|c| Line {
+            name: c.config.name().to_string(),
+            points: c
+                .latency
+                .percentiles
+                .iter()
+                .map(|p| (nines(p.q), p.us.max(0.01)))
+                .collect(),
+        })
+        .collect();
+    Lines {
+        title: name.to_string(),
+        x_label: "percentile".into(),
+        y_label: "µs".into(),
+        lines,
+        log_y: true,
+        x_fmt: &percentile_label,
+    }
+}
+
+fn cell(n: &NowaitReport, w: Workload, c: Config) -> Option<&NowaitCell> {
+    n.workloads
+        .iter()
+        .find(|x| x.workload == w)?
+        .cells
+        .iter()
+        .find(|x| x.config == c)
+}
+
+fn lat(n: &NowaitReport, w: Workload, c: Config) -> Option<&Latency> {
+    cell(n, w, c).map(|x| &x.latency)
+}
+
+/// The seed's results beside vecio's (the peer: io_uring, the kernel's own async reads).
+pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+    let seed = "002";
+    let Some(n) = &r.nowait else {
+        return vec![SummaryRow::missing(
+            seed,
+            "f1 reads under 2 µs: fast read",
+            "70.6%",
+        )];
+    };
+    let (fast, uring, pool) = (Config::FastTracked, Config::Uring, Config::PoolOnly);
+    let pct = |v: Option<f64>, who: &str| {
+        v.map_or("-".into(), |v| {
+            format!("{:.1}% {who}", v * 100.0).trim().to_string()
+        })
+    };
+    let mut out = Vec::new();
+    for (w, figure) in [
+        (Workload::F1Cached, "70.6%"),
+        (Workload::F3Sequential, "64.0%"),
+    ] {
+        let v = lat(n, w, fast).map(|l| l.under_2us);
+        let p = lat(n, w, uring).map(|l| l.under_2us);
+        out.push(SummaryRow {
+            seed,
+            result: format!(
+                "{} reads under 2 µs: fast read",
+                w.name().split(':').next().unwrap_or("")
+            ),
+            seed_figure: figure.into(),
+            vecio: pct(v, ""),
+            peer: pct(p, "io_uring"),
+            ratio: div(v, p),
+            target: None,
+        });
+    }
+    let raw = n.raw_preadv2.p50_us;
+    let p50 = |c| lat(n, Workload::F1Cached, c).map(|l| l.p50_us);
+    let vs_raw = div(p50(fast), Some(raw));
+    out.push(SummaryRow {
+        seed,
+        result: "f1 p50: fast read vs raw preadv2".into(),
+        seed_figure: "~2 µs".into(),
+        vecio: format!("{} ({:.1} µs)", ratio(vs_raw), p50(fast).unwrap_or(0.0)),
+        peer: p50(uring).map_or("-".into(), |v| format!("{v:.1} µs io_uring")),
+        ratio: div(p50(fast), p50(uring)),
+        target: at_most(vs_raw, 1.3, "x raw"),
+    });
+    let mean = |c| lat(n, Workload::Mix, c).map(|l| l.mean_us);
+    let drop = |c| div(mean(c), mean(pool)).map(|x| 1.0 - x);
+    out.push(SummaryRow {
+        seed,
+        result: "mix mean latency: fast read vs pool".into(),
+        seed_figure: "-20..-30%".into(),
+        vecio: drop(fast).map_or("-".into(), |d| change(-d)),
+        peer: drop(uring).map_or("-".into(), |d| format!("{} io_uring", change(-d))),
+        ratio: None,
+        target: drop(fast).map(|d| Verdict {
+            want: ">= 20% lower".into(),
+            met: d >= 0.2,
+        }),
+    });
+    let mb = |c| cell(n, Workload::F2Uncached, c).map(|x| x.mb_s.median);
+    let v = div(mb(fast), mb(pool));
+    out.push(SummaryRow {
+        seed,
+        result: "f2 uncached MB/s: fast read vs pool".into(),
+        seed_figure: format!("{SEED_BANDWIDTH:.2}x (total)"),
+        vecio: ratio(v),
+        peer: div(mb(uring), mb(pool)).map_or("-".into(), |x| format!("{x:.2}x io_uring")),
+        ratio: None,
+        target: at_least(v, 0.97, "x"),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nines_axis() {
+        assert!((nines(0.99) - 2.0).abs() < 1e-9);
+        assert_eq!(nines(1.0), 4.5);
+        assert_eq!(percentile_label(&1.0), "90");
+        assert_eq!(percentile_label(&2.0), "99");
+        assert_eq!(percentile_label(&3.0), "99.9");
+        assert_eq!(percentile_label(&0.0), "0");
+    }
+}

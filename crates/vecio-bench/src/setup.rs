@@ -1,0 +1,129 @@
+//! The set-up of a `vecio bench all` run, recorded once beside its figures: the machine, what
+//! `vecio info` says about the scratch directory (filesystem, device, queue settings, which
+//! flags work), and the version of every peer tool the experiments run.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::info::{self, FileInfo, InfoOptions};
+use crate::{meta, pagecache, system};
+
+/// A tool the experiments use, and its version (`None`: not installed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Its name (`fio`, `qemu-nbd`, `nbdkit`, `libnbd`, `libfuse`, `valgrind`).
+    pub name: String,
+    /// Its version line.
+    pub version: Option<String>,
+}
+
+/// Where and with what a run happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    /// When the run started, UTC (`YYYY-MM-DD HH:MM:SS`).
+    pub date_utc: String,
+    /// The vecio command line.
+    pub command: String,
+    /// vecio's version.
+    pub vecio_version: String,
+    /// Kernel release.
+    pub kernel: Option<String>,
+    /// CPUs the run could use.
+    pub cpus: usize,
+    /// The machine's memory, bytes.
+    pub mem_total: Option<u64>,
+    /// `vecio info` of the scratch directory.
+    pub scratch: Option<FileInfo>,
+    /// Peer tools and their versions.
+    pub tools: Vec<Tool>,
+}
+
+impl Setup {
+    /// Collects the facts for a run whose scratch files live in `dir`.
+    pub fn collect(dir: &Path) -> Setup {
+        Setup {
+            date_utc: meta::utc_now(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            vecio_version: env!("CARGO_PKG_VERSION").to_string(),
+            kernel: system::kernel_release().ok(),
+            cpus: system::cpu_count(),
+            mem_total: pagecache::meminfo_bytes("MemTotal").ok(),
+            scratch: info::probe(dir, &InfoOptions::default()).ok(),
+            tools: tools(),
+        }
+    }
+}
+
+/// The peer tools' versions.
+pub fn tools() -> Vec<Tool> {
+    let tool = |name: &str, version: Option<String>| Tool {
+        name: name.to_string(),
+        version,
+    };
+    vec![
+        tool("fio", first_line("fio", &["--version"])),
+        tool("qemu-nbd", first_line("qemu-nbd", &["--version"])),
+        tool("nbdkit", first_line("nbdkit", &["--version"])),
+        tool("libnbd", libnbd_version()),
+        tool("libfuse", libfuse_version()),
+        tool("valgrind", first_line("valgrind", &["--version"])),
+    ]
+}
+
+/// The first line `program args` prints on stdout (or stderr), when it runs and succeeds.
+fn first_line(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = if out.stdout.is_empty() {
+        out.stderr
+    } else {
+        out.stdout
+    };
+    let text = String::from_utf8_lossy(&text);
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// libnbd's version, from `nbdinfo --version` (which prints its own line, then libnbd's).
+fn libnbd_version() -> Option<String> {
+    let out = Command::new("nbdinfo").arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find(|l| l.starts_with("libnbd"))
+        .map(|l| l.trim().to_string())
+}
+
+/// libfuse's version: `pkg-config --modversion fuse3`, else `fusermount3 --version`.
+fn libfuse_version() -> Option<String> {
+    if let Some(v) = first_line("pkg-config", &["--modversion", "fuse3"]) {
+        return Some(format!("libfuse {v}"));
+    }
+    first_line("fusermount3", &["--version"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_the_machine_and_the_tools() {
+        let s = Setup::collect(Path::new("."));
+        assert!(s.cpus >= 1);
+        assert_eq!(s.kernel, system::kernel_release().ok());
+        let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["fio", "qemu-nbd", "nbdkit", "libnbd", "libfuse", "valgrind"]
+        );
+        let fio = s.tools[0].version.clone();
+        assert_eq!(fio, crate::fio::fio_version(), "fio's version line");
+        let scratch = s.scratch.as_ref().map(|i| i.kind);
+        assert_eq!(scratch, Some(info::Kind::Directory));
+    }
+}

@@ -1,0 +1,242 @@
+//! The report built from a recorded `results.json`, without running anything: every seed has
+//! its section, every measured section its tables and plots, a missing experiment says "not
+//! measured" and why, and every figure the HTML shows is the figure in the JSON.
+
+mod common;
+
+use common::{attr_values, fixture, fixture_json, write_report};
+use vecio_bench::report::{self, Cell, SEEDS};
+use vecio_bench::results::{AllResults, NotMeasured};
+
+#[test]
+fn every_section_and_plot_is_present() {
+    let r = fixture();
+    let (_dir, files) = write_report(&r);
+    let html = std::fs::read_to_string(&files.html).expect("index.html");
+    let md = std::fs::read_to_string(&files.markdown).expect("report.md");
+    for s in &SEEDS {
+        assert!(
+            html.contains(&format!("id=\"seed-{}\"", s.id)),
+            "seed {} section",
+            s.id
+        );
+        assert!(
+            md.contains(&format!("## Seed {}:", s.id)),
+            "seed {} in md",
+            s.id
+        );
+        for c in s.claims {
+            assert!(
+                html.contains(&report::html::esc(c.quote)),
+                "claim {:?}",
+                c.quote
+            );
+        }
+    }
+    let sections = report::sections(&r).expect("sections");
+    let plots: Vec<&str> = sections
+        .iter()
+        .flat_map(|s| s.plots.iter().map(|p| p.id.as_str()))
+        .collect();
+    // writev 1, loop 2 bars + 4 cache curves, nowait 1 + 4 percentile curves, callcost 2.
+    assert_eq!(plots.len(), 14, "{plots:?}");
+    assert_eq!(files.plots, 14);
+    let figures = attr_values(&html, "<figure class=\"plot\" id");
+    assert_eq!(figures, plots, "every plot inline, in order");
+    for id in &plots {
+        let svg = files.html.with_file_name("plots").join(format!("{id}.svg"));
+        let text = std::fs::read_to_string(&svg).expect("plot file");
+        assert!(text.starts_with("<svg") && text.contains("<rect"), "{id}");
+        assert!(
+            md.contains(&format!("(plots/{id}.svg)")),
+            "{id} linked from report.md"
+        );
+    }
+    assert_eq!(html.matches("<svg").count(), 14);
+    for s in &sections[..4] {
+        assert!(s.not_measured.is_none(), "seed {} measured", s.seed.id);
+        assert!(
+            !s.tables.is_empty() && !s.targets.is_empty(),
+            "seed {}",
+            s.seed.id
+        );
+        let setup: Vec<&str> = s.setup.iter().map(|(k, _)| k.as_str()).collect();
+        for want in ["machine", "file", "device", "queue", "kernel allows"] {
+            assert!(
+                setup.contains(&want),
+                "seed {} set-up lacks {want}: {setup:?}",
+                s.seed.id
+            );
+        }
+    }
+    assert!(sections[1].setup.iter().any(|(k, _)| k == "qemu-nbd"));
+    assert!(
+        sections[4].not_measured.is_some(),
+        "fuse is not measured yet"
+    );
+    let reread = AllResults::load(&files.json).expect("results.json reads back");
+    assert_eq!(
+        serde_json::to_value(&reread).ok(),
+        serde_json::to_value(&r).ok(),
+        "results.json is the run"
+    );
+}
+
+/// One numeric cell of the HTML: its JSON pointer, its exact value and its text.
+struct NumCell<'a> {
+    pointer: &'a str,
+    value: f64,
+    text: &'a str,
+}
+
+fn num_cells(html: &str) -> Vec<NumCell<'_>> {
+    let start = "<td class=\"num\" data-json=\"";
+    html.match_indices(start)
+        .map(|(i, _)| {
+            let rest = &html[i + start.len()..];
+            let (pointer, rest) = rest.split_once('"').expect("pointer ends");
+            let rest = rest
+                .strip_prefix(" data-value=\"")
+                .expect("data-value follows");
+            let (value, rest) = rest.split_once('"').expect("value ends");
+            let text = rest[1..].split("</td>").next().expect("cell ends");
+            NumCell {
+                pointer,
+                value: value.parse().expect("data-value is a number"),
+                text,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn numbers_in_the_html_equal_those_in_the_json() {
+    let json = fixture_json();
+    let (_dir, files) = write_report(&fixture());
+    let html = std::fs::read_to_string(&files.html).expect("index.html");
+    let cells = num_cells(&html);
+    assert!(cells.len() > 150, "only {} figures", cells.len());
+    for c in &cells {
+        let in_json = json
+            .pointer(c.pointer)
+            .and_then(|v| v.as_f64())
+            .unwrap_or_else(|| panic!("{} is not a number in the JSON", c.pointer));
+        assert_eq!(c.value, in_json, "{}", c.pointer);
+        // The text shows the same number, rounded: a percentage of a share, or the figure.
+        let first = c.text.split_whitespace().next().unwrap_or("");
+        let (shown, scale) = match first.strip_suffix('%') {
+            Some(p) => (p, 100.0),
+            None => (first, 1.0),
+        };
+        let shown: f64 = shown.parse().unwrap_or_else(|_| panic!("{:?}", c.text));
+        let decimals = first
+            .split('.')
+            .nth(1)
+            .map_or(0, |d| d.trim_end_matches('%').len());
+        let tolerance = 0.5 * 10f64.powi(-(decimals as i32)) + 1e-9;
+        assert!(
+            (shown - in_json * scale).abs() <= tolerance,
+            "{}: shows {} for {in_json}",
+            c.pointer,
+            c.text
+        );
+    }
+    // The headline figures of every experiment are among them.
+    let pointers: Vec<&str> = cells.iter().map(|c| c.pointer).collect();
+    let has = |p: String| assert!(pointers.contains(&p.as_str()), "{p} not shown");
+    for (ri, row) in json["writev"]["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for ei in 0..row["engines"].as_array().map_or(0, Vec::len) {
+            has(format!("/writev/rows/{ri}/engines/{ei}/mb_s/median"));
+        }
+    }
+    for (ci, c) in json["loop"]["cells"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let field = if c["job_name"].as_str().unwrap_or("").starts_with("4k") {
+            "iops"
+        } else {
+            "mb_s"
+        };
+        has(format!("/loop/cells/{ci}/{field}/median"));
+    }
+    for (wi, w) in json["nowait"]["workloads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for ci in 0..w["cells"].as_array().map_or(0, Vec::len) {
+            has(format!("/nowait/workloads/{wi}/cells/{ci}/latency/p50_us"));
+        }
+    }
+    for vi in 0..json["callcost"]["variants"].as_array().map_or(0, Vec::len) {
+        has(format!("/callcost/variants/{vi}/ns/median"));
+    }
+}
+
+#[test]
+fn a_missing_experiment_says_not_measured_and_why() {
+    let mut r = fixture();
+    r.loop_dev = None;
+    r.writev = None;
+    r.not_measured = vec![NotMeasured {
+        experiment: "loop".into(),
+        reason: "fio is not installed (it is the NBD client of this experiment)".into(),
+        failed: false,
+    }];
+    let sections = report::sections(&r).expect("sections");
+    assert_eq!(sections.len(), 5);
+    assert_eq!(
+        sections[1].not_measured.as_deref(),
+        Some("fio is not installed (it is the NBD client of this experiment)")
+    );
+    assert_eq!(
+        sections[0].not_measured.as_deref(),
+        Some("not in this results file")
+    );
+    assert!(sections[1].plots.is_empty() && sections[1].tables.is_empty());
+    let (_dir, files) = write_report(&r);
+    let html = std::fs::read_to_string(&files.html).expect("index.html");
+    assert!(html.contains("Not measured: fio is not installed"));
+    assert_eq!(files.plots, 14 - 1 - 6);
+    let rows = report::summary_rows(&r);
+    let loop_rows: Vec<_> = rows.iter().filter(|x| x.seed == "001").collect();
+    assert_eq!(loop_rows.len(), 1);
+    assert_eq!(loop_rows[0].vecio, "not measured");
+    let text = report::summary::render(&r, &rows);
+    assert!(
+        text.contains("not measured: loop (fio is not installed"),
+        "{text}"
+    );
+    // An empty document still gives five sections, each saying why.
+    let empty = report::sections(&AllResults::default()).expect("sections");
+    assert!(empty.iter().all(|s| s.not_measured.is_some()));
+}
+
+#[test]
+fn summary_marks_misses() {
+    let r = fixture();
+    let rows = report::summary_rows(&r);
+    assert!(rows.iter().any(|x| x.seed == "000") && rows.iter().any(|x| x.seed == "004"));
+    let text = report::summary::render(&r, &rows);
+    let misses = rows
+        .iter()
+        .filter(|x| x.target.as_ref().is_some_and(|t| !t.met))
+        .count();
+    assert_eq!(text.matches("[MISS]").count(), misses);
+    assert!(text.contains(&format!("{misses} missed")), "{text}");
+    assert!(text.lines().count() < 40, "one screen:\n{text}");
+    // A derived cell carries no JSON pointer.
+    assert!(matches!(
+        Cell::derived(1.0, "1.00x".into()),
+        Cell::Num { json: None, .. }
+    ));
+}
