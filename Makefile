@@ -22,9 +22,10 @@ fuzz:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run nbd_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 
-# Every experiment, quick mode, on a scratch file in a temp dir on the current filesystem.
+# Every experiment, quick mode, on scratch files in a temp dir on the current filesystem; the
+# report goes to ./report.
 run: setup
-	$(CARGO) run --release -p vecio-cli -- bench all --quick
+	$(CARGO) run --release -p vecio-cli -- bench all --quick --report report
 
 # Every experiment at full length.
 bench: setup
