@@ -33,6 +33,11 @@ impl Channel {
         Ok(Channel { fd })
     }
 
+    /// A channel over a `/dev/fuse` descriptor opened elsewhere (by `fusermount3`).
+    pub fn from_fd(fd: OwnedFd) -> Channel {
+        Channel { fd }
+    }
+
     /// A new descriptor on the same connection (`FUSE_DEV_IOC_CLONE`), so that a worker
     /// thread reads and answers its own requests.
     pub fn clone_channel(&self) -> Result<Channel> {

@@ -28,6 +28,7 @@ mod creds;
 mod dev;
 mod error;
 mod fs;
+mod fusermount;
 mod handle;
 mod inode;
 mod io;

@@ -83,6 +83,30 @@ impl MountOptions {
         Ok(())
     }
 
+    /// The `-o` list for `fusermount3` (it adds fd, rootmode, user_id and group_id itself).
+    fn fusermount_options(&self, fsname: &str) -> String {
+        let mut o = vec![if self.read_only { "ro" } else { "rw" }.to_string()];
+        for (flag, on, off) in [
+            (MountFlags::NOSUID, "nosuid", "suid"),
+            (MountFlags::NODEV, "nodev", "dev"),
+            (MountFlags::NOEXEC, "noexec", "exec"),
+        ] {
+            o.push(if self.flags.contains(flag) { on } else { off }.to_string());
+        }
+        if self.flags.contains(MountFlags::NOATIME) {
+            o.push("noatime".into());
+        }
+        if self.allow_other {
+            o.push("allow_other".into());
+        }
+        if self.default_permissions {
+            o.push("default_permissions".into());
+        }
+        o.push(format!("fsname={fsname}"));
+        o.push(format!("subtype={}", self.subtype));
+        o.join(",")
+    }
+
     fn data(&self, fd: i32) -> String {
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
@@ -97,20 +121,43 @@ impl MountOptions {
     }
 }
 
+/// How a mount was made, and so how it is undone.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// `mount(2)` by the server (root); undone with `umount2(MNT_DETACH)`.
+    Syscall,
+    /// `fusermount3` for an unprivileged user; undone with `fusermount3 -u -z`.
+    Fusermount,
+}
+
+/// Unmounts `mountpoint` lazily the way it was mounted; an already unmounted point is fine.
+pub fn unmount(mountpoint: &Path, via: Via) -> std::io::Result<()> {
+    match via {
+        Via::Fusermount => crate::fusermount::unmount(mountpoint),
+        Via::Syscall => match rustix::mount::unmount(mountpoint, UnmountFlags::DETACH) {
+            Ok(()) => Ok(()),
+            // Already unmounted by the user (fusermount3 -u, umount).
+            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOENT => Ok(()),
+            Err(e) => Err(e.into()),
+        },
+    }
+}
+
 /// A mounted FUSE file system; unmounts (lazily) when dropped unless already gone.
 pub struct Mount {
     mountpoint: PathBuf,
+    via: Via,
     mounted: bool,
 }
 
 impl Mount {
-    /// Mounts `channel`'s connection on `mountpoint` (`mount(2)`, which needs `CAP_SYS_ADMIN`).
-    pub fn new(
-        channel: &Channel,
+    /// Opens a FUSE connection and mounts it on `mountpoint`: with `mount(2)` as root, else
+    /// through `fusermount3` as libfuse does for users.
+    pub fn attach(
         source: &Path,
         mountpoint: &Path,
         opts: &MountOptions,
-    ) -> Result<Mount> {
+    ) -> Result<(Channel, Mount)> {
         let mount_err = |reason: String| Error::Mount {
             mountpoint: mountpoint.to_path_buf(),
             reason,
@@ -123,6 +170,17 @@ impl Mount {
             .fsname
             .clone()
             .unwrap_or_else(|| source.display().to_string().replace(',', "_"));
+        if !rustix::process::geteuid().is_root() {
+            let fd = crate::fusermount::mount(mountpoint, &opts.fusermount_options(&fsname))
+                .map_err(mount_err)?;
+            let mount = Mount {
+                mountpoint: mountpoint.to_path_buf(),
+                via: Via::Fusermount,
+                mounted: true,
+            };
+            return Ok((Channel::from_fd(fd), mount));
+        }
+        let channel = Channel::open()?;
         let fstype = format!("fuse.{}", opts.subtype);
         let mut flags = opts.flags;
         if opts.read_only {
@@ -137,12 +195,13 @@ impl Mount {
             flags,
             data.as_c_str(),
         ) {
-            Ok(()) => Ok(Mount {
-                mountpoint: mountpoint.to_path_buf(),
-                mounted: true,
-            }),
-            Err(e) if e == rustix::io::Errno::PERM => Err(mount_err(
-                "mount(2) needs root (CAP_SYS_ADMIN); run vecio fuse as root".into(),
+            Ok(()) => Ok((
+                channel,
+                Mount {
+                    mountpoint: mountpoint.to_path_buf(),
+                    via: Via::Syscall,
+                    mounted: true,
+                },
             )),
             Err(e) => Err(mount_err(std::io::Error::from(e).to_string())),
         }
@@ -153,19 +212,19 @@ impl Mount {
         &self.mountpoint
     }
 
-    /// Detaches the mount (`umount2(MNT_DETACH)`): callers still inside finish, new ones
-    /// cannot enter, and the connection ends when the last user leaves.
+    /// How the mount was made.
+    pub fn via(&self) -> Via {
+        self.via
+    }
+
+    /// Detaches the mount: callers still inside finish, new ones cannot enter, and the
+    /// connection ends when the last user leaves.
     pub fn unmount(&mut self) -> std::io::Result<()> {
         if !self.mounted {
             return Ok(());
         }
         self.mounted = false;
-        match rustix::mount::unmount(&self.mountpoint, UnmountFlags::DETACH) {
-            Ok(()) => Ok(()),
-            // Already unmounted by the user (fusermount3 -u, umount).
-            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOENT => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        unmount(&self.mountpoint, self.via)
     }
 
     /// Marks the mount as already gone (the kernel told us), so drop does nothing.

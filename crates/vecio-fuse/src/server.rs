@@ -56,16 +56,13 @@ pub struct Server {
 #[derive(Clone, Debug)]
 pub struct Unmounter {
     mountpoint: PathBuf,
+    via: crate::mount::Via,
 }
 
 impl Unmounter {
     /// Detaches the mount; the server's workers return once the kernel ends the connection.
     pub fn unmount(&self) -> std::io::Result<()> {
-        match rustix::mount::unmount(&self.mountpoint, rustix::mount::UnmountFlags::DETACH) {
-            Ok(()) => Ok(()),
-            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOENT => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        crate::mount::unmount(&self.mountpoint, self.via)
     }
 }
 
@@ -88,8 +85,7 @@ impl Server {
         cfg.mount.read_only |= cfg.fs.read_only;
         cfg.fs.direct_io |= cfg.mount.direct_io;
         let fs = Fs::new(source, cfg.fs.clone())?;
-        let chan = Channel::open()?;
-        let mount = Mount::new(&chan, source, mountpoint, &cfg.mount)?;
+        let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {
             fs: Arc::new(fs),
             chan,
@@ -102,6 +98,7 @@ impl Server {
     pub fn unmounter(&self) -> Unmounter {
         Unmounter {
             mountpoint: self.mount.mountpoint().to_path_buf(),
+            via: self.mount.via(),
         }
     }
 

@@ -1,0 +1,101 @@
+//! `vecio fuse` run by an unprivileged user mounts through `fusermount3`, as libfuse does, and
+//! unmounts through it on SIGTERM. Needs root (to become uid 65534) and a `/dev/fuse` that users
+//! may open (mode 0666, the usual default); skips, saying why, otherwise.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NOBODY: u32 = 65534;
+
+fn why_not() -> Option<String> {
+    let dev = match fs::metadata("/dev/fuse") {
+        Ok(m) => m,
+        Err(e) => return Some(format!("/dev/fuse: {e}")),
+    };
+    if fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
+        return Some("not root: cannot switch to another user".into());
+    }
+    if dev.mode() & 0o006 != 0o006 {
+        return Some(format!(
+            "/dev/fuse is mode {:o}: users cannot open it, so fusermount3 cannot mount for them",
+            dev.mode() & 0o777
+        ));
+    }
+    if Command::new("fusermount3").arg("-V").output().is_err() {
+        return Some("fusermount3 is not installed (fuse3)".into());
+    }
+    None
+}
+
+fn mounted(mnt: &Path) -> bool {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    info.lines()
+        .any(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
+}
+
+#[test]
+fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
+    if let Some(why) = why_not() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
+    fs::create_dir(&src).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    fs::write(src.join("f"), b"user data").unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    for p in [&src, &mnt, &src.join("f")] {
+        std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    // The binary may sit under a directory the user cannot enter: run a copy.
+    let exe = dir.path().join("vecio");
+    fs::copy(env!("CARGO_BIN_EXE_vecio"), &exe).unwrap();
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .arg("fuse")
+        .arg(&src)
+        .arg(&mnt)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("setpriv");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("mounted "), "no mount: {line:?}");
+    let by_user = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+        .arg(mnt.join("f"))
+        .output()
+        .unwrap();
+    assert_eq!(by_user.stdout, b"user data");
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        info.contains("user_id=65534"),
+        "not mounted for the user:\n{info}"
+    );
+    // SAFETY: kill(2) on our child; no memory involved.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = Command::new("umount").arg("-l").arg(&mnt).status();
+            panic!("vecio fuse did not exit after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "exit {status}");
+    assert!(!mounted(&mnt), "still mounted after SIGTERM");
+}
