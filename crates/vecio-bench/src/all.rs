@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use crate::callcost::{self, CallcostOptions};
+use crate::fuse::{self, FuseOptions};
 use crate::loopdev::{self, LoopOptions};
 use crate::nowait::{self, NowaitOptions};
 use crate::overall::{self, Overall, Step};
@@ -58,6 +59,8 @@ pub struct Plan {
     pub callcost: CallcostOptions,
     /// loop device over NBD.
     pub loop_dev: LoopOptions,
+    /// FUSE scatter-gather direct I/O.
+    pub fuse: FuseOptions,
 }
 
 impl Plan {
@@ -106,6 +109,13 @@ impl Plan {
                 repeat: repeat(1, 3),
                 ..LoopOptions::default()
             },
+            fuse: FuseOptions {
+                dir: opts.dir.clone(),
+                size: size(64 << 20, 256 << 20),
+                runtime: secs(0.5, 5.0),
+                repeat: repeat(2, 3),
+                ..FuseOptions::default()
+            },
         }
     }
 
@@ -130,9 +140,33 @@ impl Plan {
         let l = &self.loop_dev;
         let lsteps = (l.repeat * 5 * 4) as f64;
         let loop_s = lsteps * (l.runtime.as_secs_f64() + 0.25) + 3.0 + fill(l.size);
+        let fuse = fuse_estimate(&self.fuse, fill);
         let d = Duration::from_secs_f64;
-        [d(writev), d(nowait), d(callcost), d(loop_s), Duration::ZERO]
+        [d(writev), d(nowait), d(callcost), d(loop_s), d(fuse)]
     }
+}
+
+/// Seconds the FUSE experiment should take: its working cells (the Debian libfuse examples
+/// refuse 4 of their 6 O_DIRECT cells with EINVAL at once), a mount and an unmount per subject,
+/// and the one-time build of the libfuse examples (about 0.5 s of gcc here).
+fn fuse_estimate(f: &FuseOptions, fill: impl Fn(u64) -> f64) -> f64 {
+    let libfuse = f.libfuse
+        && Path::new(fuse::subjects::LIBFUSE_EXAMPLES)
+            .join("passthrough_ll.c")
+            .exists();
+    // native, vecio, per-segment and uring, each reading and writing.
+    let mut cells = 4.0 * 2.0;
+    let mut subjects = 4.0;
+    if libfuse {
+        cells += 2.0;
+        subjects += 3.0;
+    }
+    if f.buffered {
+        cells += 4.0 * 2.0;
+        subjects += 1.0;
+    }
+    let measure = cells * f.repeat as f64 * (f.runtime.as_secs_f64() + 0.02);
+    measure + subjects * 0.1 + if libfuse { 1.0 } else { 0.0 } + fill(f.size)
 }
 
 /// Runs every experiment; `exe` is the vecio binary (callcost's callgrind worker, the loop
@@ -232,10 +266,15 @@ fn run_one(
             results.loop_dev = Some(r);
             Ok(Ran(text))
         }
-        // The FUSE experiment plugs in here: run it, store its report in `results.fuse`.
-        "fuse" => Ok(Skipped(
-            "the FUSE experiment is not part of this build yet".into(),
-        )),
+        "fuse" => {
+            if let Some(why) = fuse::cannot_run() {
+                return Ok(Skipped(why));
+            }
+            let r = fuse::run(&plan.fuse, exe)?;
+            let text = fuse::render(&r);
+            results.fuse = Some(r);
+            Ok(Ran(text))
+        }
         other => bail!("unknown experiment {other}"),
     }
 }
@@ -253,7 +292,8 @@ mod tests {
         assert_eq!(quick.writev.size, 256 << 20);
         assert!(quick.writev.repeat >= 2, "a spread needs two repetitions");
         let total: f64 = quick.estimates().iter().map(Duration::as_secs_f64).sum();
-        assert!(total < 150.0, "quick run estimated at {total:.0} s");
+        assert!(total < 180.0, "quick run estimated at {total:.0} s");
+        assert!(quick.fuse.repeat >= 2 && quick.fuse.size == 64 << 20);
         let tiny = Plan::new(&AllOptions {
             quick: true,
             size: Some(16 << 20),
@@ -264,6 +304,10 @@ mod tests {
         assert_eq!((tiny.writev.size, tiny.nowait.medium), (16 << 20, 4 << 20));
         assert_eq!(tiny.loop_dev.runtime, Duration::from_millis(100));
         assert_eq!(tiny.callcost.repeat, 1);
+        assert_eq!(
+            (tiny.fuse.size, tiny.fuse.runtime, tiny.fuse.repeat),
+            (16 << 20, Duration::from_millis(100), 1)
+        );
         let full = Plan::new(&AllOptions::default());
         assert_eq!(full.writev.runtime, Duration::from_secs(5));
     }

@@ -114,6 +114,16 @@ pub fn metrics(r: &AllResults) -> Vec<Metric> {
             out.push(from_summary("loop", name, c.figure(), true));
         }
     }
+    if let Some(f) = &r.fuse {
+        for c in &f.cells {
+            // A failed cell (EINVAL from a libfuse example) has no figure to compare.
+            if let Some(s) = &c.mb_s {
+                let how = if c.direct { "O_DIRECT" } else { "buffered" };
+                let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
+                out.push(from_summary("fuse", name, s, true));
+            }
+        }
+    }
     out
 }
 
@@ -144,6 +154,11 @@ pub fn load(path: &Path) -> Result<AllResults> {
         } else if has("cells") && has("servers") {
             AllResults {
                 loop_dev: Some(serde_json::from_value(v.clone())?),
+                ..AllResults::default()
+            }
+        } else if has("cells") && has("subjects") && has("max_pages_limit") {
+            AllResults {
+                fuse: Some(serde_json::from_value(v.clone())?),
                 ..AllResults::default()
             }
         } else {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::meta::RunMeta;
 use crate::progress::Phase;
@@ -53,7 +53,7 @@ impl Default for FuseOptions {
 }
 
 /// One measured cell: a subject, an operation, direct or buffered.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
     /// Subject name.
     pub subject: String,
@@ -71,7 +71,7 @@ pub struct Cell {
 }
 
 /// A target of the issue and whether this run met it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Target {
     /// What is compared.
     pub what: String,
@@ -94,7 +94,7 @@ impl Target {
 }
 
 /// Everything `vecio bench fuse` measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FuseReport {
     /// Machine and file system.
     pub meta: RunMeta,
@@ -415,4 +415,65 @@ pub fn cannot_run() -> Option<String> {
         return Some("/dev/fuse is missing".into());
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell_of(subject: &str, op: Op, samples: &[f64], error: Option<&str>) -> Cell {
+        Cell {
+            subject: subject.into(),
+            op,
+            direct: true,
+            mb_s: Summary::of(samples),
+            samples: samples.to_vec(),
+            error: error.map(String::from),
+        }
+    }
+
+    /// Every example failing where vecio serves meets the peer target; the report (with the
+    /// libfuse examples not measured) reads back from its JSON unchanged.
+    #[test]
+    fn targets_and_json_round_trip() -> anyhow::Result<()> {
+        let mut cells = Vec::new();
+        for op in [Op::Readv, Op::Writev] {
+            cells.push(cell_of(VECIO, op, &[500.0, 520.0], None));
+            cells.push(cell_of(VECIO_PER_SEGMENT, op, &[50.0, 52.0], None));
+            cells.push(cell_of(NATIVE, op, &[700.0, 700.0], None));
+            cells.push(cell_of("libfuse passthrough", op, &[], Some("EINVAL")));
+        }
+        let targets = targets(&cells);
+        assert_eq!(targets.len(), 6);
+        assert!(targets.iter().all(|t| t.met() == Some(true)), "{targets:?}");
+        assert!(targets[1].only_vecio_works && targets[1].what.contains("EINVAL"));
+        assert_eq!(targets[0].got, Some(10.0));
+        let report = FuseReport {
+            meta: RunMeta {
+                date_utc: "2026-11-22 00:00:00".into(),
+                command: "vecio bench fuse".into(),
+                kernel: "6.18".into(),
+                cpus: 2,
+                file: "/x/data".into(),
+                fs: "ext4".into(),
+                device: "vda".into(),
+                fio: None,
+            },
+            size: 16 << 20,
+            runtime_s: 0.1,
+            repeat: 2,
+            max_pages_limit: 256,
+            libfuse: Err("not asked for (--no-libfuse)".into()),
+            subjects: subjects(&[], true),
+            cells,
+            targets,
+        };
+        let json = serde_json::to_value(&report)?;
+        assert_eq!(json["libfuse"]["Err"], "not asked for (--no-libfuse)");
+        assert_eq!(json["cells"][0]["op"], "Readv");
+        let back: FuseReport = serde_json::from_value(json.clone())?;
+        assert_eq!(serde_json::to_value(&back)?, json);
+        assert_eq!(back.subjects[2].kind, report.subjects[2].kind);
+        Ok(())
+    }
 }

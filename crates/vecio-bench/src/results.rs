@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::callcost::CallcostReport;
+use crate::fuse::FuseReport;
 use crate::loopdev::LoopReport;
 use crate::nowait::NowaitReport;
 use crate::setup::Setup;
@@ -61,9 +62,9 @@ pub struct AllResults {
     /// Seed 003: the cost of a single-buffer read.
     #[serde(default)]
     pub callcost: Option<CallcostReport>,
-    /// Seed 004: FUSE scatter-gather (the FUSE experiment's report, once it exists).
+    /// Seed 004: FUSE scatter-gather direct I/O.
     #[serde(default)]
-    pub fuse: Option<serde_json::Value>,
+    pub fuse: Option<FuseReport>,
     /// Experiments that did not run, with the reason.
     #[serde(default)]
     pub not_measured: Vec<NotMeasured>,

@@ -66,7 +66,7 @@ fn every_plot_renders_in_headless_chromium() {
         .expect("index.html")
         .matches("<figure class=\"plot\"")
         .count();
-    assert_eq!(plots, 14);
+    assert_eq!(plots, 15);
     assert!(
         dom.contains(&format!("data-status=\"ok\">plots-ok {plots}<")),
         "the page's check did not pass: {}",

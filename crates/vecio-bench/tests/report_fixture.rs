@@ -38,9 +38,11 @@ fn every_section_and_plot_is_present() {
         .iter()
         .flat_map(|s| s.plots.iter().map(|p| p.id.as_str()))
         .collect();
-    // writev 1, loop 2 bars + 4 cache curves, nowait 1 + 4 percentile curves, callcost 2.
-    assert_eq!(plots.len(), 14, "{plots:?}");
-    assert_eq!(files.plots, 14);
+    // writev 1, loop 2 bars + 4 cache curves, nowait 1 + 4 percentile curves, callcost 2,
+    // fuse 1.
+    assert_eq!(plots.len(), 15, "{plots:?}");
+    assert_eq!(files.plots, 15);
+    assert!(plots.contains(&"s004-direct"), "{plots:?}");
     let figures = attr_values(&html, "<figure class=\"plot\" id");
     assert_eq!(figures, plots, "every plot inline, in order");
     for id in &plots {
@@ -52,8 +54,8 @@ fn every_section_and_plot_is_present() {
             "{id} linked from report.md"
         );
     }
-    assert_eq!(html.matches("<svg").count(), 14);
-    for s in &sections[..4] {
+    assert_eq!(html.matches("<svg").count(), 15);
+    for s in &sections {
         assert!(s.not_measured.is_none(), "seed {} measured", s.seed.id);
         assert!(
             !s.tables.is_empty() && !s.targets.is_empty(),
@@ -70,9 +72,16 @@ fn every_section_and_plot_is_present() {
         }
     }
     assert!(sections[1].setup.iter().any(|(k, _)| k == "qemu-nbd"));
+    let fuse = &sections[4];
+    assert_eq!(fuse.seed.id, "004");
+    assert!(fuse.setup.iter().any(|(k, _)| k == "libfuse"));
+    assert_eq!(fuse.plots.len(), 1, "the fuse section's plot");
+    assert!(html.contains("<figure class=\"plot\" id=\"s004-direct\""));
+    let titles: Vec<&str> = fuse.tables.iter().map(|t| t.title.as_str()).collect();
     assert!(
-        sections[4].not_measured.is_some(),
-        "fuse is not measured yet"
+        titles.iter().any(|t| t.starts_with("O_DIRECT"))
+            && titles.iter().any(|t| t.starts_with("Buffered")),
+        "{titles:?}"
     );
     let reread = AllResults::load(&files.json).expect("results.json reads back");
     assert_eq!(
@@ -180,6 +189,17 @@ fn numbers_in_the_html_equal_those_in_the_json() {
     for vi in 0..json["callcost"]["variants"].as_array().map_or(0, Vec::len) {
         has(format!("/callcost/variants/{vi}/ns/median"));
     }
+    // Every FUSE cell with a figure shows it; a failed one shows its error instead.
+    let fuse_cells = json["fuse"]["cells"].as_array().expect("fuse cells");
+    assert!(fuse_cells.len() >= 8, "fuse measured: {}", fuse_cells.len());
+    for (ci, c) in fuse_cells.iter().enumerate() {
+        if c["mb_s"].is_object() {
+            has(format!("/fuse/cells/{ci}/mb_s/median"));
+        } else {
+            let error = c["error"].as_str().expect("a failed cell says why");
+            assert!(html.contains(&format!("<td>error: {error}</td>")), "{c}");
+        }
+    }
 }
 
 #[test]
@@ -206,7 +226,7 @@ fn a_missing_experiment_says_not_measured_and_why() {
     let (_dir, files) = write_report(&r);
     let html = std::fs::read_to_string(&files.html).expect("index.html");
     assert!(html.contains("Not measured: fio is not installed"));
-    assert_eq!(files.plots, 14 - 1 - 6);
+    assert_eq!(files.plots, 15 - 1 - 6);
     let rows = report::summary_rows(&r);
     let loop_rows: Vec<_> = rows.iter().filter(|x| x.seed == "001").collect();
     assert_eq!(loop_rows.len(), 1);

@@ -8,13 +8,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the libfuse examples' sources are.
 pub const LIBFUSE_EXAMPLES: &str = "/usr/share/doc/libfuse3-dev/examples";
 
 /// One way to reach the file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
     /// The backing directory, no FUSE.
     Native,
@@ -31,7 +31,7 @@ pub enum Kind {
 }
 
 /// A subject: a name and how it is reached.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Subject {
     /// Name in tables.
     pub name: String,

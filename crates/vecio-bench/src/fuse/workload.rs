@@ -7,7 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecio::AlignedBuf;
 
 /// Segments per call.
@@ -16,7 +16,7 @@ pub const SEGMENTS: usize = 32;
 pub const SEGMENT: usize = 4096;
 
 /// Reading or writing.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
     /// `preadv`.
     Readv,
