@@ -395,7 +395,18 @@ impl<'a> Slot<'a> {
                 (Dir::Source, 0) => Err(self.errno(libc::EIO)),
                 _ => Ok(self.done),
             });
+        } else if self.iter.dir() == Dir::Dest && self.at_eof() {
+            // A short read that reached the end of the file: done, without another round
+            // whose only news would be a zero-byte read (one more trip to the device for a
+            // direct file).
+            self.outcome = Some(Ok(self.done));
         }
+    }
+
+    /// True when the request's offset is at or past the end of a regular file (`fstat`).
+    fn at_eof(&self) -> bool {
+        self.file.kind() == crate::FileKind::Regular
+            && self.file.size().is_ok_and(|size| self.offset >= size)
     }
 
     fn finish_err(&self, e: Error) -> Result<usize> {

@@ -110,6 +110,28 @@ const KIB: u64 = 1 << 10;
 
 /// The parent half: runs `fsize_limit_child` in a fresh process (an rlimit is per process, and
 /// the test harness runs tests on threads of one process).
+/// A read that ends short at end of file is finished by that one operation: the engine is not
+/// sent again for a zero-byte read (a second trip to the device on a direct file).
+#[test]
+fn a_read_ending_at_eof_takes_one_operation() {
+    for kind in EngineKind::ALL {
+        let dir = tempdir();
+        let path = dir.path().join("small");
+        std::fs::write(&path, pattern(3, 0, 6)).unwrap();
+        let file = open_direct(&path);
+        let mut engine = kind.build().unwrap();
+        let before = engine.counters().ops;
+        let mut buf = AlignedBuf::new(4096, 4096);
+        assert_eq!(read_one(engine.as_mut(), &file, 0, &mut buf), 6, "{kind:?}");
+        assert_pattern(&buf[..6], 3, 0, &format!("{kind:?}: data"));
+        assert_eq!(
+            engine.counters().ops - before,
+            1,
+            "{kind:?}: operations for one short read"
+        );
+    }
+}
+
 #[test]
 fn fsize_limit_short_write_then_efbig() {
     let exe = std::env::current_exe().unwrap();
