@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
@@ -22,10 +22,6 @@ pub struct Inode {
     pub key: (u64, u64),
     /// File type, fixed for the inode's life.
     pub kind: FileType,
-    /// The direct backing files open on this inode, by open flags: handles opened with the
-    /// same flags share one, so that vecio's range lock (one per `vecio::File`) orders every
-    /// read-modify-write of the inode's blocks (see `ops::file`).
-    pub direct_files: Mutex<Vec<(OFlags, Weak<vecio::File>)>>,
 }
 
 impl Inode {
@@ -88,7 +84,6 @@ impl Inodes {
             fd: root,
             key,
             kind: FileType::Directory,
-            direct_files: Mutex::default(),
         });
         let mut table = Table {
             next_id: crate::abi::ROOT_ID + 1,
@@ -144,7 +139,6 @@ impl Inodes {
             fd,
             key,
             kind: FileType::from_raw_mode(st.st_mode),
-            direct_files: Mutex::default(),
         });
         t.by_id.insert(id, Entry { inode, lookups: 1 });
         t.by_key.insert(key, id);

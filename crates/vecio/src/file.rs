@@ -150,7 +150,8 @@ pub struct File {
     mem_mask: usize,
     /// Flags the kernel refused on this file (`EOPNOTSUPP`), learned at run time.
     refused: AtomicU32,
-    pub(crate) locks: RangeLock,
+    /// The inode's range lock, shared by every `File` of the inode in this process.
+    pub(crate) locks: Arc<RangeLock>,
     pub(crate) fast: crate::FastReadState,
     /// Buffered, readable, no per-file flags: `read_at` is a bare `pread` (decided at open).
     pub(crate) plain_read: bool,
@@ -291,7 +292,11 @@ impl File {
             offset_mask,
             mem_mask,
             refused: AtomicU32::new(0),
-            locks: RangeLock::default(),
+            // A block device is known by its device number, whichever node opened it.
+            locks: match kind {
+                FileKind::Block => crate::rangelock::for_inode(u64::MAX, st.st_rdev),
+                FileKind::Regular => crate::rangelock::for_inode(st.st_dev, st.st_ino),
+            },
             fast: crate::FastReadState::default(),
             plain_read: !direct && readable && flags.is_empty(),
             plain_write: !direct && writable && flags.is_empty(),

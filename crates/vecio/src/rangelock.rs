@@ -2,7 +2,8 @@
 //! shared; a read-modify-write of unaligned edges holds its widened range exclusive, so no
 //! other write can land between its read and its write and tear a block.
 
-use std::sync::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 
 #[derive(Debug, Clone, Copy)]
 struct Held {
@@ -26,6 +27,29 @@ struct State {
     /// Threads waiting on `freed`: a release wakes them only when there are any (a wake is a
     /// system call, and on the aligned path nobody waits).
     waiters: usize,
+}
+
+/// Every open inode's lock, by `(st_dev, st_ino)`: two `File`s of one inode in this process
+/// (two opens of one path, or a file server's several handles) share one lock, so their
+/// read-modify-writes and direct writes order against each other too.
+static BY_INODE: OnceLock<Mutex<HashMap<(u64, u64), Weak<RangeLock>>>> = OnceLock::new();
+
+/// The range lock of inode `(dev, ino)`, shared with every other open `File` of it.
+pub(crate) fn for_inode(dev: u64, ino: u64) -> Arc<RangeLock> {
+    let mut map = BY_INODE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(lock) = map.get(&(dev, ino)).and_then(Weak::upgrade) {
+        return lock;
+    }
+    // Forget closed inodes now and then, so the map stays the size of what is open.
+    if map.len() >= 64 && map.len().is_power_of_two() {
+        map.retain(|_, w| w.strong_count() > 0);
+    }
+    let lock = Arc::new(RangeLock::default());
+    map.insert((dev, ino), Arc::downgrade(&lock));
+    lock
 }
 
 /// Releases its ranges when dropped.

@@ -368,11 +368,18 @@ fn unaligned_reads_of_odd_sized_file() {
     }
 }
 
-/// Threads sharing one file, each with its own engine, read-modify-write interleaved 64-byte
-/// stripes of the same 512-byte blocks: the range lock keeps every update (a lost update
-/// would bring back an older pass's bytes).
+/// Threads, each with its own engine, read-modify-write interleaved 64-byte stripes of the
+/// same 512-byte blocks, through one shared `File` and through a `File` each (separate opens of
+/// one path share the inode's range lock): every update stays (a lost update would bring back
+/// an older pass's bytes).
 #[test]
 fn concurrent_unaligned_writes_to_shared_blocks_do_not_tear() {
+    for separate in [false, true] {
+        unaligned_writers(separate);
+    }
+}
+
+fn unaligned_writers(separate: bool) {
     const THREADS: u64 = 4;
     const STRIPE: u64 = 64;
     const LEN: u64 = 16 * 1024;
@@ -384,8 +391,10 @@ fn concurrent_unaligned_writes_to_shared_blocks_do_not_tear() {
         let file = open_direct(&path);
         std::thread::scope(|s| {
             for t in 0..THREADS {
-                let file = &file;
+                let (file, path) = (&file, &path);
                 s.spawn(move || {
+                    let own = separate.then(|| open_direct(path));
+                    let file = own.as_ref().unwrap_or(file);
                     let mut engine = kind.build().unwrap();
                     for pass in 0..PASSES {
                         let seed = 100 * (pass + 1) + t as u16;
@@ -411,7 +420,7 @@ fn concurrent_unaligned_writes_to_shared_blocks_do_not_tear() {
                 stripe,
                 seed,
                 off,
-                &format!("{kind:?}: stripe {i} (thread {t})"),
+                &format!("{kind:?}: stripe {i} (thread {t}, separate files: {separate})"),
             );
         }
     }

@@ -38,56 +38,41 @@ fn open_backing(
     fs: &Fs,
     flags: u32,
     open: impl Fn(OFlags) -> OpResult<OwnedFd>,
-) -> OpResult<(OwnedFd, bool)> {
+) -> OpResult<OwnedFd> {
     let base = backing_flags(flags);
     if !wants_direct(fs, flags) {
-        return Ok((open(base)?, false));
+        return open(base);
     }
-    let mut direct = base | OFlags::DIRECT;
+    let direct = base | OFlags::DIRECT;
     if base & OFlags::RWMODE == OFlags::WRONLY {
         let rw = (direct - OFlags::WRONLY) | OFlags::RDWR;
         if let Ok(fd) = open(rw) {
-            return Ok((fd, true));
+            return Ok(fd);
         }
-        direct = base | OFlags::DIRECT;
     }
     match open(direct) {
-        Ok(fd) => Ok((fd, true)),
+        Ok(fd) => Ok(fd),
         // The backing file system refuses O_DIRECT: a caller who asked for it gets the
         // refusal, as natively; -o direct_io alone falls back to buffered backing I/O.
         Err(e)
             if e.0 == libc::EINVAL
                 && !OFlags::from_bits_retain(flags as _).contains(OFlags::DIRECT) =>
         {
-            Ok((open(base)?, false))
+            open(base)
         }
         Err(e) => Err(e),
     }
 }
 
-/// The vecio file of a new handle on `inode`. A direct file is shared by every handle open
-/// with the same flags: vecio orders unaligned direct writes (a read-modify-write of their
-/// edge blocks) with a range lock that belongs to one `vecio::File`, so handles with files of
-/// their own could interleave two read-modify-writes of one block and lose a write. The new
-/// descriptor was still opened (as the caller), so its permission check happened.
-fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd, direct: bool) -> OpResult<Arc<vecio::File>> {
-    let label = fs.label(inode.key.1);
-    if !direct {
-        return Ok(Arc::new(vecio::File::from_fd(fd, label, RwFlags::empty())?));
-    }
-    let flags = rustix::fs::fcntl_getfl(&fd)?;
-    let mut shared = inode.direct_files.lock().unwrap_or_else(|p| p.into_inner());
-    shared.retain(|(_, f)| f.strong_count() > 0);
-    if let Some(file) = shared
-        .iter()
-        .find(|(f, _)| *f == flags)
-        .and_then(|(_, f)| f.upgrade())
-    {
-        return Ok(file);
-    }
-    let file = Arc::new(vecio::File::from_fd(fd, label, RwFlags::empty())?);
-    shared.push((flags, Arc::downgrade(&file)));
-    Ok(file)
+/// The vecio file of a new handle on `inode`. (Every `vecio::File` of one inode shares the
+/// inode's range lock, so unaligned direct writes through different handles cannot interleave
+/// their read-modify-writes.)
+fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd) -> OpResult<Arc<vecio::File>> {
+    Ok(Arc::new(vecio::File::from_fd(
+        fd,
+        fs.label(inode.key.1),
+        RwFlags::empty(),
+    )?))
 }
 
 /// Wraps a handle's backing file: the handle, the reply flags, the passthrough id.
@@ -152,8 +137,8 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     {
         return Err(Errno::ROFS);
     }
-    let (fd, direct) = open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?;
-    let file = backing_file(fs, &inode, fd, direct)?;
+    let fd = open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?;
+    let file = backing_file(fs, &inode, fd)?;
     let (handle, open_flags, backing_id) = file_handle(fs, file);
     let fh = fs.handles.insert(handle);
     Ok(Answer::of(&OpenOut {
@@ -191,12 +176,12 @@ fn create_in(
     let dir = fs.inodes.get(parent)?;
     let mode = Mode::from_raw_mode(arg.mode & 0o7777);
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let (fd, direct) = open_backing(fs, arg.flags, |f| {
+    let fd = open_backing(fs, arg.flags, |f| {
         let f = f | extra | OFlags::CLOEXEC;
         Ok(rustix::fs::openat2(dir.fd(), name, f, mode, resolve)?)
     })?;
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
-    let file = backing_file(fs, &*fs.inodes.get(id)?, fd, direct)?;
+    let file = backing_file(fs, &*fs.inodes.get(id)?, fd)?;
     let (handle, open_flags, backing_id) = file_handle(fs, file);
     let fh = fs.handles.insert(handle);
     let mut out = fs
