@@ -32,7 +32,10 @@ struct State {
 /// Every open inode's lock, by `(st_dev, st_ino)`: two `File`s of one inode in this process
 /// (two opens of one path, or a file server's several handles) share one lock, so their
 /// read-modify-writes and direct writes order against each other too.
-static BY_INODE: OnceLock<Mutex<HashMap<(u64, u64), Weak<RangeLock>>>> = OnceLock::new();
+static BY_INODE: OnceLock<Mutex<InodeLocks>> = OnceLock::new();
+
+/// `(st_dev, st_ino)` to the lock of an inode some `File` still holds.
+type InodeLocks = HashMap<(u64, u64), Weak<RangeLock>>;
 
 /// The range lock of inode `(dev, ino)`, shared with every other open `File` of it.
 pub(crate) fn for_inode(dev: u64, ino: u64) -> Arc<RangeLock> {
