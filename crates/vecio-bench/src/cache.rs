@@ -48,10 +48,15 @@ pub fn evict(path: &Path) -> Result<()> {
     evict_range(path, 0, 0)
 }
 
-/// Bytes of the file resident in the page cache (`mincore` over a shared mapping).
+/// Bytes of the file or block device resident in the page cache (`mincore` over a shared
+/// mapping; the size from `lseek(SEEK_END)`, so devices count too).
 pub fn resident_bytes(path: &Path) -> Result<u64> {
-    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let len = f.metadata()?.len() as usize;
+    use std::io::{Seek, SeekFrom};
+    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let total = f
+        .seek(SeekFrom::End(0))
+        .with_context(|| format!("size of {}", path.display()))?;
+    let len = usize::try_from(total).context("file larger than the address space")?;
     if len == 0 {
         return Ok(0);
     }
@@ -78,7 +83,7 @@ pub fn resident_bytes(path: &Path) -> Result<u64> {
     if r != 0 {
         return Err(std::io::Error::last_os_error()).context("mincore");
     }
-    Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64)
+    Ok((vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64).min(total))
 }
 
 #[cfg(test)]
