@@ -272,7 +272,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         size: opts.size,
         runtime_s: opts.runtime.as_secs_f64(),
         repeat: opts.repeat,
-        max_pages_limit: max_pages_limit(),
+        max_pages_limit: vecio_fuse::max_pages_limit(),
         libfuse,
         subjects,
         cells,
@@ -396,14 +396,6 @@ pub fn libfuse_version() -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// `/proc/sys/fs/fuse/max_pages_limit` (256 when unreadable).
-pub fn max_pages_limit() -> u16 {
-    std::fs::read_to_string("/proc/sys/fs/fuse/max_pages_limit")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(256)
 }
 
 /// Why the experiment cannot run here, if it cannot.

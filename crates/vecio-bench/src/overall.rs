@@ -181,15 +181,7 @@ impl Overall {
         }
         s.current = Some((i, Instant::now()));
         if self.bar.is_hidden() {
-            let (cur, all) = s.left();
-            eprintln!(
-                "[{}/{}] {}: about {}; whole run about {} left",
-                i + 1,
-                s.steps.len(),
-                s.steps[i].label,
-                fmt_secs(cur),
-                fmt_secs(all)
-            );
+            eprintln!("{}", s.message());
         }
     }
 

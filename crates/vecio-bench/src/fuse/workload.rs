@@ -57,62 +57,37 @@ pub fn measure(
         .collect();
     let call = (SEGMENTS * SEGMENT) as u64;
     let span = (size / call).max(1) * call;
+    // The iovec array is built once; each call only moves the offset.
+    let mut call_at: Box<dyn FnMut(u64) -> std::io::Result<usize> + '_> = match op {
+        Op::Readv => {
+            let mut iov: Vec<IoSliceMut<'_>> =
+                bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            Box::new(move |off| Ok(rustix::io::preadv(&file, &mut iov, off)?))
+        }
+        Op::Writev => {
+            let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+            Box::new(move |off| Ok(rustix::io::pwritev(&file, &iov, off)?))
+        }
+    };
+    let mut one_call = |off: u64| -> std::io::Result<usize> {
+        match call_at(off)? {
+            0 if op == Op::Readv => Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "read past end of file",
+            )),
+            n => Ok(n),
+        }
+    };
     // One untimed call: opens, first faults and a clear error before the clock starts.
-    one_call(&file, op, &mut bufs, 0)?;
+    one_call(0)?;
     let start = Instant::now();
     let mut bytes = 0u64;
     let mut offset = call % span;
     while start.elapsed() < runtime {
         for _ in 0..8 {
-            bytes += one_call(&file, op, &mut bufs, offset)? as u64;
+            bytes += one_call(offset)? as u64;
             offset = (offset + call) % span;
         }
     }
     Ok(bytes as f64 / start.elapsed().as_secs_f64() / 1e6)
-}
-
-fn one_call(
-    file: &std::fs::File,
-    op: Op,
-    bufs: &mut [AlignedBuf],
-    offset: u64,
-) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let n = match op {
-        Op::Readv => {
-            let mut iov: Vec<IoSliceMut<'_>> =
-                bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-            // SAFETY: the iovecs point into buffers borrowed mutably for the call.
-            unsafe {
-                libc::preadv(
-                    file.as_raw_fd(),
-                    iov.as_mut_ptr().cast(),
-                    iov.len() as i32,
-                    offset as i64,
-                )
-            }
-        }
-        Op::Writev => {
-            let iov: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
-            // SAFETY: the iovecs point into buffers borrowed for the call.
-            unsafe {
-                libc::pwritev(
-                    file.as_raw_fd(),
-                    iov.as_ptr().cast(),
-                    iov.len() as i32,
-                    offset as i64,
-                )
-            }
-        }
-    };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if n == 0 && op == Op::Readv {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            "read past end of file",
-        ));
-    }
-    Ok(n as usize)
 }
