@@ -14,57 +14,117 @@ pub const ROOT_ID: u64 = 1;
 /// The smallest read buffer the kernel accepts on `/dev/fuse`.
 pub const MIN_READ_BUFFER: usize = 8192;
 
-/// Request opcodes (`enum fuse_opcode`).
+/// Request opcodes (`enum fuse_opcode`), typed: a request whose opcode vecio does not know
+/// is answered `ENOSYS` before any operation sees it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
 #[allow(missing_docs)]
-pub mod opcode {
-    pub const LOOKUP: u32 = 1;
-    pub const FORGET: u32 = 2;
-    pub const GETATTR: u32 = 3;
-    pub const SETATTR: u32 = 4;
-    pub const READLINK: u32 = 5;
-    pub const SYMLINK: u32 = 6;
-    pub const MKNOD: u32 = 8;
-    pub const MKDIR: u32 = 9;
-    pub const UNLINK: u32 = 10;
-    pub const RMDIR: u32 = 11;
-    pub const RENAME: u32 = 12;
-    pub const LINK: u32 = 13;
-    pub const OPEN: u32 = 14;
-    pub const READ: u32 = 15;
-    pub const WRITE: u32 = 16;
-    pub const STATFS: u32 = 17;
-    pub const RELEASE: u32 = 18;
-    pub const FSYNC: u32 = 20;
-    pub const SETXATTR: u32 = 21;
-    pub const GETXATTR: u32 = 22;
-    pub const LISTXATTR: u32 = 23;
-    pub const REMOVEXATTR: u32 = 24;
-    pub const FLUSH: u32 = 25;
-    pub const INIT: u32 = 26;
-    pub const OPENDIR: u32 = 27;
-    pub const READDIR: u32 = 28;
-    pub const RELEASEDIR: u32 = 29;
-    pub const FSYNCDIR: u32 = 30;
-    pub const GETLK: u32 = 31;
-    pub const SETLK: u32 = 32;
-    pub const SETLKW: u32 = 33;
-    pub const ACCESS: u32 = 34;
-    pub const CREATE: u32 = 35;
-    pub const INTERRUPT: u32 = 36;
-    pub const BMAP: u32 = 37;
-    pub const DESTROY: u32 = 38;
-    pub const IOCTL: u32 = 39;
-    pub const POLL: u32 = 40;
-    pub const NOTIFY_REPLY: u32 = 41;
-    pub const BATCH_FORGET: u32 = 42;
-    pub const FALLOCATE: u32 = 43;
-    pub const READDIRPLUS: u32 = 44;
-    pub const RENAME2: u32 = 45;
-    pub const LSEEK: u32 = 46;
-    pub const COPY_FILE_RANGE: u32 = 47;
-    pub const SYNCFS: u32 = 50;
-    pub const TMPFILE: u32 = 51;
-    pub const STATX: u32 = 52;
+pub enum Opcode {
+    Lookup = 1,
+    Forget = 2,
+    Getattr = 3,
+    Setattr = 4,
+    Readlink = 5,
+    Symlink = 6,
+    Mknod = 8,
+    Mkdir = 9,
+    Unlink = 10,
+    Rmdir = 11,
+    Rename = 12,
+    Link = 13,
+    Open = 14,
+    Read = 15,
+    Write = 16,
+    Statfs = 17,
+    Release = 18,
+    Fsync = 20,
+    Setxattr = 21,
+    Getxattr = 22,
+    Listxattr = 23,
+    Removexattr = 24,
+    Flush = 25,
+    Init = 26,
+    Opendir = 27,
+    Readdir = 28,
+    Releasedir = 29,
+    Fsyncdir = 30,
+    Getlk = 31,
+    Setlk = 32,
+    Setlkw = 33,
+    Access = 34,
+    Create = 35,
+    Interrupt = 36,
+    Bmap = 37,
+    Destroy = 38,
+    Ioctl = 39,
+    Poll = 40,
+    NotifyReply = 41,
+    BatchForget = 42,
+    Fallocate = 43,
+    Readdirplus = 44,
+    Rename2 = 45,
+    Lseek = 46,
+    CopyFileRange = 47,
+    Syncfs = 50,
+    Tmpfile = 51,
+    Statx = 52,
+}
+
+impl Opcode {
+    /// The opcode numbered `n` by the kernel, if vecio knows it.
+    pub fn from_raw(n: u32) -> Option<Opcode> {
+        Some(match n {
+            1 => Opcode::Lookup,
+            2 => Opcode::Forget,
+            3 => Opcode::Getattr,
+            4 => Opcode::Setattr,
+            5 => Opcode::Readlink,
+            6 => Opcode::Symlink,
+            8 => Opcode::Mknod,
+            9 => Opcode::Mkdir,
+            10 => Opcode::Unlink,
+            11 => Opcode::Rmdir,
+            12 => Opcode::Rename,
+            13 => Opcode::Link,
+            14 => Opcode::Open,
+            15 => Opcode::Read,
+            16 => Opcode::Write,
+            17 => Opcode::Statfs,
+            18 => Opcode::Release,
+            20 => Opcode::Fsync,
+            21 => Opcode::Setxattr,
+            22 => Opcode::Getxattr,
+            23 => Opcode::Listxattr,
+            24 => Opcode::Removexattr,
+            25 => Opcode::Flush,
+            26 => Opcode::Init,
+            27 => Opcode::Opendir,
+            28 => Opcode::Readdir,
+            29 => Opcode::Releasedir,
+            30 => Opcode::Fsyncdir,
+            31 => Opcode::Getlk,
+            32 => Opcode::Setlk,
+            33 => Opcode::Setlkw,
+            34 => Opcode::Access,
+            35 => Opcode::Create,
+            36 => Opcode::Interrupt,
+            37 => Opcode::Bmap,
+            38 => Opcode::Destroy,
+            39 => Opcode::Ioctl,
+            40 => Opcode::Poll,
+            41 => Opcode::NotifyReply,
+            42 => Opcode::BatchForget,
+            43 => Opcode::Fallocate,
+            44 => Opcode::Readdirplus,
+            45 => Opcode::Rename2,
+            46 => Opcode::Lseek,
+            47 => Opcode::CopyFileRange,
+            50 => Opcode::Syncfs,
+            51 => Opcode::Tmpfile,
+            52 => Opcode::Statx,
+            _ => return None,
+        })
+    }
 }
 
 /// `FUSE_INIT` flags (`flags` holds bits 0-31, `flags2` bits 32-63).
@@ -118,8 +178,27 @@ pub mod fattr {
     pub const FH: u32 = 1 << 6;
     pub const ATIME_NOW: u32 = 1 << 7;
     pub const MTIME_NOW: u32 = 1 << 8;
+    pub const LOCKOWNER: u32 = 1 << 9;
     pub const CTIME: u32 = 1 << 10;
+    pub const KILL_SUIDGID: u32 = 1 << 11;
 }
+
+/// `fuse_write_in.write_flags` bits (`FUSE_WRITE_*`).
+#[allow(missing_docs)]
+pub mod write_flags {
+    pub const CACHE: u32 = 1 << 0;
+    pub const LOCKOWNER: u32 = 1 << 1;
+    /// Clear setuid, and setgid when group-executable (`FUSE_HANDLE_KILLPRIV_V2`).
+    pub const KILL_SUIDGID: u32 = 1 << 2;
+}
+
+/// `fuse_open_in.open_flags`: clear setuid/setgid (an `O_TRUNC` open by a non-owner under
+/// `FUSE_HANDLE_KILLPRIV_V2`).
+pub const OPEN_KILL_SUIDGID: u32 = 1 << 0;
+/// `fuse_lk_in.lk_flags`: the lock is a `flock(2)` lock, not a POSIX record lock.
+pub const LK_FLOCK: u32 = 1 << 0;
+/// `fuse_release_in.release_flags`: also drop the `flock(2)` lock of this open.
+pub const RELEASE_FLOCK_UNLOCK: u32 = 1 << 1;
 
 /// `fuse_getattr_in.getattr_flags`: `fh` is valid.
 pub const GETATTR_FH: u32 = 1 << 0;
@@ -223,6 +302,23 @@ abi_struct! {
     /// `struct fuse_copy_file_range_in`.
     CopyFileRangeIn { fh_in: u64, off_in: u64, nodeid_out: u64, fh_out: u64, off_out: u64,
         len: u64, flags: u64 }
+    /// `struct fuse_file_lock`.
+    FileLock { start: u64, end: u64, typ: u32, pid: u32 }
+    /// `struct fuse_lk_in` (`GETLK`, `SETLK`, `SETLKW`).
+    LkIn { fh: u64, owner: u64, lk: FileLock, lk_flags: u32, padding: u32 }
+    /// `struct fuse_lk_out`.
+    LkOut { lk: FileLock }
+    /// `struct fuse_statx_in`.
+    StatxIn { getattr_flags: u32, reserved: u32, fh: u64, sx_flags: u32, sx_mask: u32 }
+    /// `struct fuse_sx_time`.
+    SxTime { tv_sec: i64, tv_nsec: u32, reserved: i32 }
+    /// `struct fuse_statx` (the layout of `struct statx`).
+    Statx { mask: u32, blksize: u32, attributes: u64, nlink: u32, uid: u32, gid: u32, mode: u16,
+        spare0: u16, ino: u64, size: u64, blocks: u64, attributes_mask: u64, atime: SxTime,
+        btime: SxTime, ctime: SxTime, mtime: SxTime, rdev_major: u32, rdev_minor: u32,
+        dev_major: u32, dev_minor: u32, spare2: [u64; 14] }
+    /// `struct fuse_statx_out`.
+    StatxOut { attr_valid: u64, attr_valid_nsec: u32, flags: u32, spare: [u64; 2], stat: Statx }
     /// `struct fuse_dirent` without its name.
     Dirent { ino: u64, off: u64, namelen: u32, typ: u32 }
     /// `struct fuse_backing_map` (`FUSE_DEV_IOC_BACKING_OPEN`).
@@ -301,6 +397,11 @@ mod tests {
         assert_eq!(size_of::<UringReqHeader>(), 288);
         assert_eq!(size_of::<UringCmdReq>(), 24);
         assert_eq!(WRITE_HEADERS, 80);
+        assert_eq!(size_of::<LkIn>(), 48);
+        assert_eq!(size_of::<LkOut>(), 24);
+        assert_eq!(size_of::<StatxIn>(), 24);
+        assert_eq!(size_of::<Statx>(), 256);
+        assert_eq!(size_of::<StatxOut>(), 288);
     }
 
     #[test]

@@ -1,19 +1,47 @@
-//! Acting as the caller: the worker thread's filesystem uid and gid are switched to the
-//! requester's for the length of an operation, so the backing file system checks permissions
-//! and sets ownership as it would for that user. `setfsuid`/`setfsgid` are per thread.
+//! Acting as the caller: for the length of an operation the worker thread takes the requester's
+//! filesystem uid and gid and its supplementary groups, so the backing file system checks
+//! permissions, group membership and ownership exactly as it would for that user natively.
+//!
+//! Everything here is per thread: `setfsuid`/`setfsgid` are per-thread by nature, and the
+//! supplementary groups are set with the raw `setgroups` system call
+//! ([`rustix::thread::set_thread_groups`]), never libc's process-wide wrapper, which would
+//! change every thread of the server at once. A worker starts by dropping the groups it
+//! inherited ([`drop_own_groups`]), so the server's own groups never lend a caller a right.
+//!
+//! The caller's groups come from `/proc/PID/status` (`Groups:`), as libfuse's
+//! `fuse_req_getgroups` reads them; the kernel names the calling thread in the request header.
+//! A request with no process behind it (pid 0, sent by the kernel itself) gets no groups.
 
-/// Restores the server's own filesystem ids when dropped.
+use std::cell::RefCell;
+use std::io::Read;
+
+use rustix::process::Gid;
+
+/// Groups a caller may have before vecio stops reading (`NGROUPS_MAX` is 65536; /proc prints
+/// them all).
+const MAX_GROUPS: usize = 65536;
+
+thread_local! {
+    /// The supplementary groups this thread holds now (empty after [`drop_own_groups`]), so a
+    /// request from a caller with the same groups as the last costs no system call.
+    static THREAD_GROUPS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Restores the server's own credentials when dropped.
 pub struct AsCaller {
     switched: bool,
 }
 
 impl AsCaller {
-    /// Switches to `uid`/`gid` when the server runs as root and the caller is someone else;
-    /// otherwise does nothing (an unprivileged server acts as itself).
-    pub fn new(uid: u32, gid: u32) -> AsCaller {
-        if !crate::creds::server_is_root() || (uid == 0 && gid == 0) {
+    /// Switches to `uid`/`gid` and the supplementary groups of thread `pid` when the server runs
+    /// as root and the caller is someone else; otherwise does nothing (an unprivileged server
+    /// acts as itself). A caller whose groups cannot be read (it exited) acts with none.
+    pub fn new(uid: u32, gid: u32, pid: u32) -> AsCaller {
+        if !server_is_root() || (uid == 0 && gid == 0) {
             return AsCaller { switched: false };
         }
+        let groups = caller_groups(pid);
+        set_groups(&groups);
         // SAFETY: setfsgid/setfsuid change only this thread's filesystem ids; they cannot
         // fail in a way that leaves memory unsafe. The group goes first: once the fsuid is no
         // longer 0 the thread may lose the right to change its group.
@@ -37,6 +65,129 @@ impl Drop for AsCaller {
     }
 }
 
+/// Back to the server's own filesystem ids (root) while it lives, inside an operation that
+/// runs as the caller: for steps the server does on its own behalf after the caller's rights
+/// were checked (registering a passthrough backing file, reopening an inode from its handle).
+/// Restores the caller's ids when dropped.
+pub struct AsServer {
+    saved: Option<(u32, u32)>,
+}
+
+impl AsServer {
+    /// Switches this thread's filesystem ids to 0 if they are not already.
+    pub fn new() -> AsServer {
+        if !server_is_root() {
+            return AsServer { saved: None };
+        }
+        // SAFETY: setfsuid/setfsgid with an invalid id (-1) change nothing and return the
+        // current id; then 0 is set (allowed: the thread's real and saved ids are 0).
+        unsafe {
+            let uid = libc::setfsuid(u32::MAX) as u32;
+            let gid = libc::setfsgid(u32::MAX) as u32;
+            if uid == 0 && gid == 0 {
+                return AsServer { saved: None };
+            }
+            libc::setfsuid(0);
+            libc::setfsgid(0);
+            AsServer {
+                saved: Some((uid, gid)),
+            }
+        }
+    }
+}
+
+impl Default for AsServer {
+    fn default() -> Self {
+        AsServer::new()
+    }
+}
+
+impl Drop for AsServer {
+    fn drop(&mut self) {
+        if let Some((uid, gid)) = self.saved {
+            // SAFETY: as in AsCaller::new: group first, then uid.
+            unsafe {
+                libc::setfsgid(gid);
+                libc::setfsuid(uid);
+            }
+        }
+    }
+}
+
+/// Drops the supplementary groups the calling thread inherited from the process, with the raw
+/// per-thread system call. Every serving thread calls it first: without it, a server started
+/// by a user in group 0 (or any group) would lend that group to every caller whose request it
+/// serves. Returns false when the thread may not change its groups (an unprivileged server,
+/// which acts as itself anyway).
+pub fn drop_own_groups() -> bool {
+    if !server_is_root() {
+        return false;
+    }
+    match rustix::thread::set_thread_groups(&[]) {
+        Ok(()) => {
+            THREAD_GROUPS.with(|g| g.borrow_mut().clear());
+            true
+        }
+        Err(e) => {
+            tracing::warn!("dropping the server's supplementary groups: {e}");
+            false
+        }
+    }
+}
+
+/// Sets this thread's supplementary groups to `groups`, skipping the call when it already has
+/// them. A failure leaves the thread with no groups, never with the previous caller's.
+fn set_groups(groups: &[u32]) {
+    THREAD_GROUPS.with(|cur| {
+        let mut cur = cur.borrow_mut();
+        if cur.as_slice() == groups {
+            return;
+        }
+        let gids: Vec<Gid> = groups.iter().map(|&g| Gid::from_raw(g)).collect();
+        match rustix::thread::set_thread_groups(&gids) {
+            Ok(()) => {
+                cur.clear();
+                cur.extend_from_slice(groups);
+            }
+            Err(e) => {
+                tracing::warn!("setgroups for a caller: {e}; serving it with no groups");
+                if rustix::thread::set_thread_groups(&[]).is_ok() {
+                    cur.clear();
+                }
+            }
+        }
+    })
+}
+
+/// The supplementary groups of thread `pid`, from `/proc/PID/status`. Empty when there is no
+/// such thread (it exited) or no caller (pid 0).
+pub fn caller_groups(pid: u32) -> Vec<u32> {
+    if pid == 0 {
+        return Vec::new();
+    }
+    let mut text = String::new();
+    let read = std::fs::File::open(format!("/proc/{pid}/status"))
+        .and_then(|mut f| f.read_to_string(&mut text));
+    if read.is_err() {
+        return Vec::new();
+    }
+    parse_groups(&text)
+}
+
+/// The `Groups:` line of a `/proc/PID/status` text.
+fn parse_groups(status: &str) -> Vec<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Groups:"))
+        .map(|rest| {
+            rest.split_ascii_whitespace()
+                .filter_map(|g| g.parse().ok())
+                .take(MAX_GROUPS)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// True when the server process runs with uid 0.
 pub fn server_is_root() -> bool {
     rustix::process::geteuid().is_root()
@@ -53,5 +204,57 @@ pub fn own_umask() {
             rustix::process::umask(rustix::fs::Mode::empty());
         }
         Err(e) => tracing::warn!("unshare(CLONE_FS): {e}; new files get the process umask"),
+    }
+}
+
+/// The caller's umask on this thread while it lives (0 again when dropped). vecio asks the
+/// kernel not to apply the umask itself (`FUSE_DONT_MASK`) and applies it where the caller's
+/// kernel would: in the backing file system, which ignores it when the parent directory has a
+/// default ACL, exactly as natively.
+pub struct CallerUmask(());
+
+impl CallerUmask {
+    /// Sets this thread's umask to `umask` (the serving threads have their own, see
+    /// [`own_umask`]).
+    pub fn new(umask: u32) -> CallerUmask {
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask & 0o777));
+        CallerUmask(())
+    }
+}
+
+impl Drop for CallerUmask {
+    fn drop(&mut self) {
+        rustix::process::umask(rustix::fs::Mode::empty());
+    }
+}
+
+/// Prepares a serving thread: its own umask, and none of the process's supplementary groups.
+pub fn serving_thread() {
+    own_umask();
+    drop_own_groups();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_line_is_parsed() {
+        let s = "Name:\tls\nUid:\t0\t0\t0\t0\nGroups:\t4 24 65533 \nNgid:\t0\n";
+        assert_eq!(parse_groups(s), vec![4, 24, 65533]);
+        assert_eq!(parse_groups("Groups:\t\n"), Vec::<u32>::new());
+        assert_eq!(parse_groups("Name:\tx\n"), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn own_groups_are_read() {
+        let mine = caller_groups(std::process::id());
+        let expected: Vec<u32> = rustix::process::getgroups()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_raw())
+            .collect();
+        assert_eq!(mine, expected);
+        assert!(caller_groups(0).is_empty());
     }
 }

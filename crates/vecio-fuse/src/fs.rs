@@ -22,6 +22,9 @@ pub struct FsConfig {
     /// Open every backing file `O_DIRECT` and reply `FOPEN_DIRECT_IO`, whatever the caller's
     /// flags (`-o direct_io`).
     pub direct_io: bool,
+    /// The kernel caches writes of buffered opens (`-o writeback_cache`): it may then read a
+    /// file opened write-only, so such opens get a read-write backing file.
+    pub writeback_cache: bool,
     /// Hand buffered opens to the kernel (`FUSE_PASSTHROUGH`): reads and writes of those files
     /// never reach the server.
     pub passthrough: bool,
@@ -40,7 +43,9 @@ pub struct Fs {
     source: PathBuf,
     proc_fd: OwnedFd,
     /// A descriptor of the FUSE connection, for passthrough backing-file registration.
-    pub dev: std::sync::OnceLock<OwnedFd>,
+    pub dev: std::sync::OnceLock<std::sync::Arc<OwnedFd>>,
+    /// File locks served by the backing file system.
+    pub locks: crate::ops::Locks,
 }
 
 impl Fs {
@@ -76,6 +81,7 @@ impl Fs {
             source: source.to_path_buf(),
             proc_fd,
             dev: std::sync::OnceLock::new(),
+            locks: crate::ops::Locks::default(),
         })
     }
 

@@ -27,8 +27,10 @@ pub enum Handle {
 pub struct FileHandle {
     /// The backing file (direct when the caller asked for `O_DIRECT` or `-o direct_io`).
     pub file: Arc<vecio::File>,
-    /// The kernel passthrough backing id, when the file is served by the kernel directly.
-    pub backing_id: Option<i32>,
+    /// The share of the inode's passthrough registration, when the kernel serves the file;
+    /// held for its `Drop`, which gives the share back at `RELEASE`.
+    #[allow(dead_code)]
+    pub backing: Option<crate::passthrough::Backing>,
 }
 
 /// The handle table, shared by every worker.

@@ -22,6 +22,8 @@ pub struct Inode {
     pub key: (u64, u64),
     /// File type, fixed for the inode's life.
     pub kind: FileType,
+    /// The inode's passthrough registration, shared by its opens.
+    pub backing: crate::passthrough::Slot,
 }
 
 impl Inode {
@@ -84,6 +86,7 @@ impl Inodes {
             fd: root,
             key,
             kind: FileType::Directory,
+            backing: Default::default(),
         });
         let mut table = Table {
             next_id: crate::abi::ROOT_ID + 1,
@@ -139,6 +142,7 @@ impl Inodes {
             fd,
             key,
             kind: FileType::from_raw_mode(st.st_mode),
+            backing: Default::default(),
         });
         t.by_id.insert(id, Entry { inode, lookups: 1 });
         t.by_key.insert(key, id);

@@ -6,23 +6,14 @@
 
 use vecio::{Attempt, Batch, Engine, IoIter, RwFlags};
 
-use crate::abi::{ReadIn, WriteIn, WriteOut};
+use std::os::fd::AsFd;
+
+use crate::abi::{write_flags, ReadIn, WriteIn, WriteOut};
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
-use crate::request::Body;
-
-/// Serves a `READ` into `buf`; returns the bytes read (fewer than asked only at end of file).
-pub fn read(
-    fs: &Fs,
-    engine: &mut dyn Engine,
-    body: &mut Body<'_>,
-    buf: &mut [u8],
-) -> OpResult<usize> {
-    read_arg(fs, engine, body.arg()?, buf)
-}
 
 /// Serves a `READ` whose `fuse_read_in` is `arg` into `buf`.
-pub fn read_arg(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> OpResult<usize> {
+pub fn read(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> OpResult<usize> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     let size = (arg.size as usize).min(buf.len());
@@ -49,15 +40,10 @@ pub fn read_arg(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -
     Ok(done + n)
 }
 
-/// Serves a `WRITE` whose payload follows the `fuse_write_in` in `body`; returns the reply.
-pub fn write(fs: &Fs, engine: &mut dyn Engine, body: &mut Body<'_>) -> OpResult<WriteOut> {
-    let arg: WriteIn = body.arg()?;
-    let payload = body.bytes(arg.size as usize)?;
-    write_arg(fs, engine, arg, payload)
-}
-
-/// Serves a `WRITE` of `payload` described by `arg`.
-pub fn write_arg(
+/// Serves a `WRITE` of `payload` described by `arg`. Under `FUSE_HANDLE_KILLPRIV_V2` the
+/// kernel marks a write by a caller without `CAP_FSETID` with `FUSE_WRITE_KILL_SUIDGID`; the
+/// server, which writes as root and would keep the bits, clears them as the kernel does.
+pub fn write(
     fs: &Fs,
     engine: &mut dyn Engine,
     arg: WriteIn,
@@ -65,6 +51,9 @@ pub fn write_arg(
 ) -> OpResult<WriteOut> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
+    if arg.write_flags & write_flags::KILL_SUIDGID != 0 {
+        crate::ops::kill_suid_sgid(file.as_fd())?;
+    }
     if payload.is_empty() {
         return Ok(WriteOut::default());
     }

@@ -34,6 +34,7 @@ mod inode;
 mod io;
 mod mount;
 mod ops;
+mod passthrough;
 mod request;
 mod server;
 mod session;

@@ -20,6 +20,9 @@ pub struct MountOptions {
     pub read_only: bool,
     /// Serve every file with direct I/O, whatever the caller's open flags (`-o direct_io`).
     pub direct_io: bool,
+    /// Let the kernel cache writes of buffered opens and send them in the background
+    /// (`-o writeback_cache`, `FUSE_WRITEBACK_CACHE`).
+    pub writeback_cache: bool,
     /// Mount flags besides read-only (nosuid, nodev, noexec, noatime...).
     pub flags: MountFlags,
     /// The name shown as the mount's source (`fsname=`); default: the source directory.
@@ -35,6 +38,7 @@ impl Default for MountOptions {
             default_permissions: false,
             read_only: false,
             direct_io: false,
+            writeback_cache: false,
             flags: MountFlags::NOSUID | MountFlags::NODEV,
             fsname: None,
             subtype: "vecio".to_string(),
@@ -57,6 +61,8 @@ impl MountOptions {
                 ("ro", None) => self.read_only = true,
                 ("rw", None) => self.read_only = false,
                 ("direct_io", None) => self.direct_io = true,
+                ("writeback_cache", None) => self.writeback_cache = true,
+                ("no_writeback_cache", None) => self.writeback_cache = false,
                 ("suid", None) => self.flags.remove(MountFlags::NOSUID),
                 ("nosuid", None) => self.flags.insert(MountFlags::NOSUID),
                 ("dev", None) => self.flags.remove(MountFlags::NODEV),

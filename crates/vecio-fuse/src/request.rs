@@ -45,9 +45,8 @@ pub struct Body<'a> {
 }
 
 impl<'a> Body<'a> {
-    /// A cursor over `bytes`.
-    #[cfg(test)]
-    pub fn new(bytes: &'a [u8]) -> Self {
+    /// A cursor over `bytes` (arguments a transport keeps apart from the header).
+    pub fn over(bytes: &'a [u8]) -> Self {
         Body { bytes }
     }
 
@@ -98,7 +97,7 @@ impl<'a> Body<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::{opcode, MkdirIn};
+    use crate::abi::{MkdirIn, Opcode};
     use zerocopy::IntoBytes;
 
     fn request(opcode: u32, body: &[u8]) -> Vec<u8> {
@@ -123,7 +122,7 @@ mod tests {
         .as_bytes()
         .to_vec();
         body.extend_from_slice(b"dir\0");
-        let bytes = request(opcode::MKDIR, &body);
+        let bytes = request(Opcode::Mkdir as u32, &body);
         let mut req = Request::parse(&bytes).unwrap();
         assert_eq!(req.header.unique, 7);
         let arg: MkdirIn = req.body.arg().unwrap();
@@ -135,21 +134,21 @@ mod tests {
     #[test]
     fn refuses_short_and_lying_requests() {
         assert_eq!(Request::parse(&[0u8; 10]).err(), Some(Errno::INVAL));
-        let mut bytes = request(opcode::LOOKUP, b"x\0");
+        let mut bytes = request(Opcode::Lookup as u32, b"x\0");
         bytes[0] = 200; // len beyond what was read
         assert_eq!(Request::parse(&bytes).err(), Some(Errno::INVAL));
-        let bytes = request(opcode::MKDIR, &[1, 2]);
+        let bytes = request(Opcode::Mkdir as u32, &[1, 2]);
         let mut req = Request::parse(&bytes).unwrap();
         assert_eq!(req.body.arg::<MkdirIn>().err(), Some(Errno::INVAL));
     }
 
     #[test]
     fn names_are_single_components() {
-        let mut b = Body::new(b"a/b\0");
+        let mut b = Body::over(b"a/b\0");
         assert_eq!(b.name().err(), Some(Errno::INVAL));
-        let mut b = Body::new(b"\0");
+        let mut b = Body::over(b"\0");
         assert_eq!(b.name().err(), Some(Errno::INVAL));
-        let mut b = Body::new(b"noterm");
+        let mut b = Body::over(b"noterm");
         assert_eq!(b.name().err(), Some(Errno::INVAL));
     }
 }

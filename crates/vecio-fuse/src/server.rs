@@ -84,6 +84,7 @@ impl Server {
         cfg.fs.read_only |= cfg.mount.read_only;
         cfg.mount.read_only |= cfg.fs.read_only;
         cfg.fs.direct_io |= cfg.mount.direct_io;
+        cfg.fs.writeback_cache |= cfg.mount.writeback_cache;
         let fs = Fs::new(source, cfg.fs.clone())?;
         let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {
@@ -108,6 +109,8 @@ impl Server {
             max_pages: self.cfg.max_pages,
             passthrough: self.cfg.fs.passthrough,
             uring: self.cfg.uring,
+            posix_acl: self.cfg.mount.default_permissions,
+            writeback_cache: self.cfg.fs.writeback_cache,
         };
         let mut buf = vec![0u8; crate::abi::MIN_READ_BUFFER * 2];
         let negotiated = session::negotiate(&self.chan, &mut buf, wants)?;
@@ -121,7 +124,7 @@ impl Server {
         })?);
         if negotiated.has(crate::abi::init_flags::PASSTHROUGH) {
             if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
-                let _ = self.fs.dev.set(d);
+                let _ = self.fs.dev.set(Arc::new(d));
             }
         }
         let stats = Arc::new(WorkerStats::default());
@@ -169,6 +172,7 @@ impl Server {
         // (their pending commands are cancelled by the kernel, or they time out and look).
         let mut first_err = join(workers);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        fs.locks.shut_down();
         if let Some(e) = join(rings) {
             first_err.get_or_insert(e);
         }
@@ -227,7 +231,7 @@ fn start_rings(
             .name(format!("vecio-fuse-ring-{qid}"))
             .spawn(move || {
                 crate::uring::pin_to(qid);
-                crate::creds::own_umask();
+                crate::creds::serving_thread();
                 crate::uring::RingQueue::new(qid as u16, dev, fs, engine, payload, stats)?.run(stop)
             })
             .map_err(|e| Error::Device {

@@ -16,6 +16,11 @@ pub struct InitWants {
     pub passthrough: bool,
     /// Ask for FUSE over io_uring.
     pub uring: bool,
+    /// Ask the kernel to enforce POSIX ACLs (`FUSE_POSIX_ACL`, which implies
+    /// `default_permissions`; asked for when the mount has it).
+    pub posix_acl: bool,
+    /// Ask for `FUSE_WRITEBACK_CACHE` (`-o writeback_cache`).
+    pub writeback_cache: bool,
 }
 
 /// What was agreed.
@@ -56,7 +61,7 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
         };
         let mut req = Request::parse(&buf[..n])
             .map_err(|e| Error::Init(format!("malformed request (errno {})", e.0)))?;
-        if req.header.opcode != abi::opcode::INIT {
+        if req.header.opcode != abi::Opcode::Init as u32 {
             return Err(Error::Init(format!(
                 "first request is opcode {}, not INIT",
                 req.header.opcode
@@ -96,7 +101,21 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
             | f::MAX_PAGES
             | f::ABORT_ERROR
             | f::DIRECT_IO_ALLOW_MMAP
+            | f::HANDLE_KILLPRIV_V2
+            | f::DONT_MASK
             | f::INIT_EXT;
+        // Locks served by the backing file system need replies sent after the request
+        // returned (a waiting SETLKW), which only /dev/fuse workers can send; over io_uring
+        // the kernel keeps the locks itself (still exact among users of this mount).
+        if !wants.uring {
+            want |= f::POSIX_LOCKS | f::FLOCK_LOCKS;
+        }
+        if wants.posix_acl {
+            want |= f::POSIX_ACL;
+        }
+        if wants.writeback_cache {
+            want |= f::WRITEBACK_CACHE;
+        }
         if wants.passthrough {
             want |= f::PASSTHROUGH;
         }

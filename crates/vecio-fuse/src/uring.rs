@@ -16,13 +16,13 @@ use vecio::{AlignedBuf, Engine};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::abi::{
-    self, InHeader, OutHeader, ReadIn, UringCmdReq, UringReqHeader, WriteIn,
-    URING_CMD_COMMIT_AND_FETCH, URING_CMD_REGISTER,
+    self, InHeader, Opcode, OutHeader, UringCmdReq, UringReqHeader, URING_CMD_COMMIT_AND_FETCH,
+    URING_CMD_REGISTER,
 };
 use crate::error::{Errno, Error, OpResult, Result};
 use crate::fs::Fs;
-use crate::ops::{self, Answer};
-use crate::request::Request;
+use crate::ops::{self, Answer, Ctx, Incoming};
+use crate::request::Body;
 use crate::worker::WorkerStats;
 
 /// Entries registered per queue.
@@ -194,7 +194,8 @@ impl RingQueue {
         }
     }
 
-    /// Serves the request in entry `i`; leaves the reply in the entry; returns its commit id.
+    /// Serves the request in entry `i` through the shared dispatcher; leaves the reply in the
+    /// entry; returns its commit id.
     fn serve(&mut self, i: usize) -> u64 {
         let RingQueue {
             entries,
@@ -210,50 +211,63 @@ impl RingQueue {
             .map(|(h, _)| h)
             .unwrap_or_default();
         let payload_sz = (io.payload_sz as usize).min(ent.payload.len());
-        stats.requests.fetch_add(1, Ordering::Relaxed);
         stats.ring_requests.fetch_add(1, Ordering::Relaxed);
-        let result: OpResult<usize> = match h.opcode {
-            abi::opcode::READ => ReadIn::read_from_prefix(&ent.header.op_in)
-                .map_err(|_| Errno::INVAL)
-                .and_then(|(arg, _)| {
-                    crate::io::read_arg(fs, engine.as_mut(), arg, &mut ent.payload)
-                })
-                .inspect(|&n| stats.note_read(n)),
-            abi::opcode::WRITE => WriteIn::read_from_prefix(&ent.header.op_in)
-                .map_err(|_| Errno::INVAL)
-                .and_then(|(arg, _)| {
-                    let size = (arg.size as usize).min(payload_sz);
-                    let out = crate::io::write_arg(fs, engine.as_mut(), arg, &ent.payload[..size])?;
-                    let aligned = ent.payload.as_ptr() as usize % vecio::PAGE_SIZE == 0;
-                    stats.note_write(out.size as usize, aligned);
-                    ent.payload[..8].copy_from_slice(out.as_bytes());
-                    Ok(8)
-                }),
+        let mut ctx = Ctx {
+            fs,
+            engine: engine.as_mut(),
+            stats,
+            later: None,
+        };
+        let op_in = &ent.header.op_in[..];
+        let result = match Opcode::from_raw(h.opcode) {
+            // READ data goes straight into the payload buffer; WRITE data comes straight from
+            // it. Their arguments are in the entry's opcode header.
+            Some(Opcode::Read) => ops::dispatch(
+                &mut ctx,
+                Incoming {
+                    header: h,
+                    body: Body::over(op_in),
+                    payload: None,
+                },
+                &mut ent.payload,
+            ),
+            Some(Opcode::Write) => ops::dispatch(
+                &mut ctx,
+                Incoming {
+                    header: h,
+                    body: Body::over(op_in),
+                    payload: Some(&ent.payload[..payload_sz]),
+                },
+                &mut [],
+            ),
+            // Rebuild other requests as /dev/fuse would deliver them: the opcode's own header
+            // (the bytes the total length leaves for it), then the payload (names, values).
             _ => {
-                // Rebuild the request as /dev/fuse would deliver it: header, the opcode's own
-                // header (the bytes the total length leaves for it), then the payload.
                 let head = std::mem::size_of::<InHeader>();
                 let op_len = (h.len as usize)
                     .saturating_sub(head + payload_sz)
                     .min(abi::URING_OP_IN_OUT_SZ);
                 scratch.clear();
-                let mut hh = h;
-                hh.len = (head + op_len + payload_sz) as u32;
-                scratch.extend_from_slice(hh.as_bytes());
-                scratch.extend_from_slice(&ent.header.op_in[..op_len]);
+                scratch.extend_from_slice(&op_in[..op_len]);
                 scratch.extend_from_slice(&ent.payload[..payload_sz]);
-                Request::parse(scratch)
-                    .and_then(|mut req| ops::dispatch(fs, &req.header, &mut req.body))
-                    .and_then(|a| match a {
-                        Answer::Bytes(b) if b.len() <= ent.payload.len() => {
-                            ent.payload[..b.len()].copy_from_slice(&b);
-                            Ok(b.len())
-                        }
-                        Answer::Bytes(_) => Err(Errno::RANGE),
-                        Answer::Nothing => Ok(0),
-                    })
+                let incoming = Incoming {
+                    header: h,
+                    body: Body::over(scratch),
+                    payload: None,
+                };
+                ops::dispatch(&mut ctx, incoming, &mut ent.payload)
             }
         };
+        let result: OpResult<usize> = result.and_then(|answer| match answer {
+            Answer::Buffer(n) => Ok(n),
+            Answer::Nothing => Ok(0),
+            other => {
+                let bytes = other.payload(&[]).unwrap_or_default();
+                let dst = ent.payload.get_mut(..bytes.len()).ok_or(Errno::RANGE)?;
+                dst.copy_from_slice(bytes);
+                Ok(bytes.len())
+            }
+        });
         let (error, n) = match result {
             Ok(n) => (0, n),
             Err(e) => (-e.0, 0),

@@ -9,13 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use vecio::{AlignedBuf, Engine, PAGE_SIZE};
-use zerocopy::IntoBytes;
 
-use crate::abi::{self, opcode, WRITE_HEADERS};
+use crate::abi::{self, WRITE_HEADERS};
 use crate::dev::{Channel, Received};
-use crate::error::{Errno, Result};
+use crate::error::{OpResult, Result};
 use crate::fs::Fs;
-use crate::ops::{self, Answer};
+use crate::ops::{self, Ctx, Incoming, LateReply};
 use crate::request::Request;
 
 /// Counters a worker keeps (all workers add into one).
@@ -59,7 +58,8 @@ impl WorkerStats {
 
 /// One worker's state.
 pub struct Worker {
-    chan: Channel,
+    chan: Arc<Channel>,
+    later: Arc<dyn LateReply>,
     fs: Arc<Fs>,
     engine: Box<dyn Engine>,
     request: AlignedBuf,
@@ -69,6 +69,20 @@ pub struct Worker {
 
 /// Offset in the request buffer where a request is read.
 const START: usize = PAGE_SIZE - WRITE_HEADERS;
+
+/// A worker's channel answers requests it returned from without a reply (a waiting lock):
+/// the reply must go through the descriptor the request was read from.
+impl LateReply for Channel {
+    fn send(&self, unique: u64, result: OpResult<Vec<u8>>) {
+        let sent = match result {
+            Ok(bytes) => self.reply(unique, 0, &[&bytes]),
+            Err(e) => self.reply_error(unique, e.0),
+        };
+        if let Err(e) = sent {
+            tracing::debug!(unique, "late reply failed: {e}");
+        }
+    }
+}
 
 impl Worker {
     /// A worker on `chan` serving `fs`, with requests of up to `max_write` bytes of payload.
@@ -82,7 +96,9 @@ impl Worker {
         // The kernel wants room for the largest WRITE (headers + max_write) and never less
         // than FUSE_MIN_READ_BUFFER.
         let room = (WRITE_HEADERS + max_write).max(abi::MIN_READ_BUFFER) + PAGE_SIZE;
+        let chan = Arc::new(chan);
         Worker {
+            later: chan.clone(),
             chan,
             fs,
             engine,
@@ -94,7 +110,7 @@ impl Worker {
 
     /// Serves requests until the file system is unmounted.
     pub fn run(mut self) -> Result<()> {
-        crate::creds::own_umask();
+        crate::creds::serving_thread();
         loop {
             let n = match self.chan.receive(&mut self.request[START..])? {
                 Received::Request(n) => n,
@@ -107,6 +123,7 @@ impl Worker {
     fn serve(&mut self, n: usize) {
         let Worker {
             chan,
+            later,
             fs,
             engine,
             request,
@@ -114,7 +131,7 @@ impl Worker {
             stats,
         } = self;
         let bytes = &request[START..START + n];
-        let mut req = match Request::parse(bytes) {
+        let req = match Request::parse(bytes) {
             Ok(r) => r,
             Err(e) => {
                 // A header too short to name the request cannot be answered.
@@ -125,33 +142,24 @@ impl Worker {
                 return;
             }
         };
-        stats.requests.fetch_add(1, Ordering::Relaxed);
         let h = req.header;
-        let sent = match h.opcode {
-            opcode::READ => match crate::io::read(fs, engine.as_mut(), &mut req.body, reply) {
-                Ok(k) => {
-                    stats.note_read(k);
-                    chan.reply(h.unique, 0, &[&reply[..k]])
-                }
-                Err(e) => chan.reply_error(h.unique, e.0),
+        let mut ctx = Ctx {
+            fs,
+            engine: engine.as_mut(),
+            stats,
+            later: Some(later),
+        };
+        let incoming = Incoming {
+            header: h,
+            body: req.body,
+            payload: None,
+        };
+        let sent = match ops::dispatch(&mut ctx, incoming, reply) {
+            Ok(answer) => match answer.payload(reply) {
+                Some(p) => chan.reply(h.unique, 0, &[p]),
+                None => Ok(()),
             },
-            opcode::WRITE => {
-                let aligned = (bytes.as_ptr() as usize + WRITE_HEADERS) % PAGE_SIZE == 0;
-                match crate::io::write(fs, engine.as_mut(), &mut req.body) {
-                    Ok(out) => {
-                        stats.note_write(out.size as usize, aligned);
-                        chan.reply(h.unique, 0, &[out.as_bytes()])
-                    }
-                    Err(e) => chan.reply_error(h.unique, e.0),
-                }
-            }
-            // INIT was answered before the workers started; another one is a protocol error.
-            opcode::INIT => chan.reply_error(h.unique, Errno::INVAL.0),
-            _ => match ops::dispatch(fs, &h, &mut req.body) {
-                Ok(Answer::Bytes(b)) => chan.reply(h.unique, 0, &[&b]),
-                Ok(Answer::Nothing) => Ok(()),
-                Err(e) => chan.reply_error(h.unique, e.0),
-            },
+            Err(e) => chan.reply_error(h.unique, e.0),
         };
         if let Err(e) = sent {
             tracing::debug!(opcode = h.opcode, "reply failed: {e}");

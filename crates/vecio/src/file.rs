@@ -381,11 +381,6 @@ impl File {
         Ok(rustix::fs::fdatasync(&self.fd)?)
     }
 
-    /// Sets the file's length (`ftruncate(2)`).
-    pub fn set_len(&self, len: u64) -> std::io::Result<()> {
-        Ok(rustix::fs::ftruncate(&self.fd, len)?)
-    }
-
     /// The fast-read state engines may use, or null for a direct file (a direct read always
     /// waits for the device, so trying it inline would block the caller).
     pub(crate) fn fast_read_ptr(&self) -> *const crate::FastReadState {

@@ -1,9 +1,14 @@
-//! Hole punching and zeroing (`fallocate(2)`) under the file's range lock.
+//! Calls that change a file's space or size outside the read/write path, under the inode's
+//! range lock: `fallocate(2)` (allocate, punch, zero, any mode), `ftruncate(2)` and
+//! `copy_file_range(2)`.
 //!
 //! A read-modify-write of an unaligned direct write reads its edge blocks, then writes them back
-//! whole: a hole punched or a range zeroed between the two would be overwritten with the stale
-//! bytes. These calls hold the whole blocks they touch exclusively, as a read-modify-write does,
-//! so the two never interleave.
+//! whole: a hole punched, a range zeroed, a size cut or a copy landing between the two would be
+//! overwritten with the stale bytes. These calls hold the whole blocks they touch exclusively,
+//! as a read-modify-write does, so the two never interleave. The lock belongs to the inode, so
+//! it holds whether the call goes through a direct or a buffered `File` of it.
+
+use std::sync::Arc;
 
 use rustix::fs::FallocateFlags;
 
@@ -36,16 +41,114 @@ impl File {
         self.fallocate_locked(FallocateFlags::empty(), offset, len)
     }
 
-    fn fallocate_locked(&self, mode: FallocateFlags, offset: u64, len: u64) -> std::io::Result<()> {
+    /// `fallocate(2)` with any `mode` (`FALLOC_FL_*`: keep size, punch hole, zero range,
+    /// collapse or insert range...), under the range lock. Modes that move data (collapse,
+    /// insert) hold everything from `offset` to the end of the file.
+    pub fn fallocate(&self, mode: FallocateFlags, offset: u64, len: u64) -> std::io::Result<()> {
         let end = offset
             .checked_add(len)
             .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        let _guard = self.is_direct().then(|| {
-            let bs = self.dio_align().offset as u64;
-            self.locks
-                .exclusive(offset / bs * bs, end.div_ceil(bs).saturating_mul(bs))
-        });
+        let shifts = FallocateFlags::COLLAPSE_RANGE | FallocateFlags::INSERT_RANGE;
+        let end = if mode.intersects(shifts) { u64::MAX } else { end };
+        let _guard = self.lock_blocks(offset, end);
         Ok(rustix::fs::fallocate(self, mode, offset, len)?)
+    }
+
+    fn fallocate_locked(&self, mode: FallocateFlags, offset: u64, len: u64) -> std::io::Result<()> {
+        self.fallocate(mode, offset, len)
+    }
+
+    /// Sets the file's length (`ftruncate(2)`) under the range lock: every block from the
+    /// shorter of the old and new ends onwards is held, so a read-modify-write cannot write
+    /// back bytes past a cut, nor lose the zeroes of a growth.
+    pub fn set_len(&self, len: u64) -> std::io::Result<()> {
+        let _guard = self.lock_blocks(len, u64::MAX);
+        Ok(rustix::fs::ftruncate(self, len)?)
+    }
+
+    /// `copy_file_range(2)`: copies up to `len` bytes from this file at `off_in` to `out` at
+    /// `off_out`, in the kernel (the file system may clone or copy on the server side), under
+    /// both files' range locks (the source's blocks shared, the destination's exclusive).
+    /// Returns the bytes copied; 0 at end of file.
+    ///
+    /// Where the kernel refuses the copy because a direct file's alignment does not fit
+    /// (`EINVAL`), or the files are on different file systems the kernel will not copy between
+    /// (`EXDEV`), or the file system has no such call (`EOPNOTSUPP`), the bytes go through
+    /// vecio's own reads and writes instead, which handle any alignment.
+    pub fn copy_range_to(
+        &self,
+        off_in: u64,
+        out: &File,
+        off_out: u64,
+        len: usize,
+    ) -> std::io::Result<usize> {
+        let in_end = off_in.saturating_add(len as u64);
+        let out_end = off_out.saturating_add(len as u64);
+        let same = Arc::ptr_eq(&self.locks, &out.locks);
+        let overlapping = same && off_in < out_end && off_out < in_end;
+        if overlapping {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let r = {
+            let _dst = out.lock_blocks(off_out, out_end);
+            let _src = (!same).then(|| self.locks.shared(&[(off_in, in_end)]));
+            let (mut a, mut b) = (off_in, off_out);
+            rustix::fs::copy_file_range(self, Some(&mut a), out, Some(&mut b), len)
+        };
+        match r {
+            Ok(n) => Ok(n),
+            Err(e)
+                if e == rustix::io::Errno::INVAL
+                    || e == rustix::io::Errno::XDEV
+                    || e == rustix::io::Errno::OPNOTSUPP =>
+            {
+                self.copy_through(off_in, out, off_out, len)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Copies by reading and writing through vecio (any alignment), 1 MiB at a time.
+    fn copy_through(&self, off_in: u64, out: &File, off_out: u64, len: usize) -> std::io::Result<usize> {
+        const CHUNK: usize = 1 << 20;
+        let mut buf = crate::AlignedBuf::page_aligned(len.min(CHUNK));
+        let mut done = 0;
+        while done < len {
+            let want = (len - done).min(CHUNK);
+            let n = self
+                .read_at(&mut buf[..want], off_in + done as u64)
+                .map_err(to_io)?;
+            if n == 0 {
+                break;
+            }
+            let mut w = 0;
+            while w < n {
+                let k = out
+                    .write_at(&buf[w..n], off_out + (done + w) as u64)
+                    .map_err(to_io)?;
+                if k == 0 {
+                    return Err(std::io::Error::from_raw_os_error(libc::EIO));
+                }
+                w += k;
+            }
+            done += n;
+            if n < want {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Holds the whole blocks (of the direct-I/O alignment) covering `[start, end)`
+    /// exclusively.
+    fn lock_blocks(&self, start: u64, end: u64) -> crate::rangelock::RangeGuard<'_> {
+        let bs = (self.dio_align().offset as u64).max(1);
+        let end = if end == u64::MAX {
+            u64::MAX
+        } else {
+            end.div_ceil(bs).saturating_mul(bs)
+        };
+        self.locks.exclusive(start / bs * bs, end)
     }
 }
 
@@ -76,4 +179,9 @@ mod tests {
         assert_eq!(f.size().unwrap(), 64 * 1024);
         assert!(f.punch_hole(u64::MAX - 1, 10).is_err());
     }
+}
+
+/// The system error inside a vecio error (`EIO` for one without).
+fn to_io(e: crate::Error) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }

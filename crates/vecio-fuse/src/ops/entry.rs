@@ -5,6 +5,7 @@ use rustix::fs::{AtFlags, Mode, RenameFlags};
 use super::Answer;
 use crate::abi::{BatchForgetIn, ForgetOne, LinkIn, MkdirIn, MknodIn, Rename2In, RenameIn};
 use crate::attr::from_stat;
+use crate::creds::CallerUmask;
 use crate::error::{Errno, OpResult};
 use crate::fs::{component, Fs};
 use crate::request::Body;
@@ -38,6 +39,7 @@ pub fn mknod(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let dir = fs.inodes.get(parent)?;
     let kind = rustix::fs::FileType::from_raw_mode(arg.mode);
     let mode = Mode::from_raw_mode(arg.mode);
+    let _umask = CallerUmask::new(arg.umask);
     rustix::fs::mknodat(dir.fd(), name, kind, mode, arg.rdev as u64)?;
     entry_of(fs, parent, name)
 }
@@ -47,6 +49,7 @@ pub fn mkdir(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: MkdirIn = body.arg()?;
     let name = component(body.name()?)?;
     let dir = fs.inodes.get(parent)?;
+    let _umask = CallerUmask::new(arg.umask);
     rustix::fs::mkdirat(dir.fd(), name, Mode::from_raw_mode(arg.mode))?;
     entry_of(fs, parent, name)
 }

@@ -1,17 +1,18 @@
 //! Open files: open, create, release, fsync, fallocate, lseek, copy_file_range. `READ` and
 //! `WRITE` are in `crate::io`.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, ResolveFlags, SeekFrom};
+
 use vecio::RwFlags;
 use zerocopy::IntoBytes;
 
 use super::Answer;
 use crate::abi::{
-    fopen, BackingMap, CopyFileRangeIn, CreateIn, FallocateIn, FsyncIn, LseekIn, LseekOut, OpenIn,
-    OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC,
+    fopen, CopyFileRangeIn, CreateIn, FallocateIn, FlushIn, FsyncIn, LseekIn, LseekOut, OpenIn,
+    OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_KILL_SUIDGID,
 };
 use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
@@ -40,13 +41,25 @@ fn open_backing(
     open: impl Fn(OFlags) -> OpResult<OwnedFd>,
 ) -> OpResult<OwnedFd> {
     let base = backing_flags(flags);
+    let write_only = base & OFlags::RWMODE == OFlags::WRONLY;
+    let read_write = |f: OFlags| (f - OFlags::WRONLY) | OFlags::RDWR;
     if !wants_direct(fs, flags) {
-        return open(base);
+        if !(write_only && fs.cfg.writeback_cache) {
+            return open(base);
+        }
+        // The kernel's write-back cache reads the pages it fills partly, even of a file
+        // opened write-only: such a file gets a read-write backing file. The caller's own
+        // right to write was checked by opening write-only first when it may not read.
+        if let Ok(fd) = open(read_write(base)) {
+            return Ok(fd);
+        }
+        let fd = open(base)?;
+        let _root = crate::creds::AsServer::new();
+        return Ok(fs.path_fd_of(&fd).and_then(|p| reopen_fd(fs, &p, read_write(base))).unwrap_or(fd));
     }
     let direct = base | OFlags::DIRECT;
-    if base & OFlags::RWMODE == OFlags::WRONLY {
-        let rw = (direct - OFlags::WRONLY) | OFlags::RDWR;
-        if let Ok(fd) = open(rw) {
+    if write_only {
+        if let Ok(fd) = open(read_write(direct)) {
             return Ok(fd);
         }
     }
@@ -64,6 +77,18 @@ fn open_backing(
     }
 }
 
+/// Opens the inode of `path_fd` (an `O_PATH` descriptor) anew with `flags`.
+fn reopen_fd(fs: &Fs, path_fd: &OwnedFd, flags: OFlags) -> OpResult<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let flags = (flags - (OFlags::CREATE | OFlags::EXCL | OFlags::TRUNC)) | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(
+        fs.proc_dir(),
+        path_fd.as_raw_fd().to_string(),
+        flags,
+        Mode::empty(),
+    )?)
+}
+
 /// The vecio file of a new handle on `inode`. (Every `vecio::File` of one inode shares the
 /// inode's range lock, so unaligned direct writes through different handles cannot interleave
 /// their read-modify-writes.)
@@ -75,57 +100,24 @@ fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd) -> OpResult<Arc<vecio::File
     )?))
 }
 
-/// Wraps a handle's backing file: the handle, the reply flags, the passthrough id.
-fn file_handle(fs: &Fs, file: Arc<vecio::File>) -> (Handle, u32, i32) {
+/// Wraps a handle's backing file: the handle, the reply flags, the passthrough id. Under
+/// `--passthrough` every open of an inode shares the inode's one backing registration (the
+/// kernel allows one backing file per inode); direct opens use it too, so the kernel serves
+/// their `O_DIRECT` reads and writes on the backing file without a round trip.
+fn file_handle(fs: &Fs, inode: &Arc<Inode>, file: Arc<vecio::File>) -> (Handle, u32, i32) {
     let mut open_flags = 0;
-    let mut backing_id = None;
-    if file.is_direct() {
-        open_flags |= fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES;
-    } else if fs.cfg.passthrough {
-        backing_id = register_backing(fs, &file);
-        if backing_id.is_some() {
-            open_flags |= fopen::PASSTHROUGH;
-        }
+    let mut backing = None;
+    if fs.cfg.passthrough {
+        backing = crate::passthrough::acquire(fs, inode, &file);
     }
-    let handle = Handle::File(FileHandle { file, backing_id });
-    (handle, open_flags, backing_id.unwrap_or(0))
-}
-
-/// `FUSE_DEV_IOC_BACKING_OPEN`: lets the kernel serve this file's reads and writes itself.
-fn register_backing(fs: &Fs, file: &vecio::File) -> Option<i32> {
-    let dev = fs.dev.get()?;
-    let map = BackingMap {
-        fd: file.as_raw_fd(),
-        flags: 0,
-        padding: 0,
-    };
-    // SAFETY: the ioctl reads one fuse_backing_map from the pointer, which points at `map`
-    // for the call.
-    let id = unsafe {
-        libc::ioctl(
-            dev.as_raw_fd(),
-            crate::abi::DEV_IOC_BACKING_OPEN,
-            map.as_bytes().as_ptr(),
-        )
-    };
-    if id > 0 {
-        Some(id)
-    } else {
-        tracing::debug!(
-            "FUSE passthrough refused: {}",
-            std::io::Error::last_os_error()
-        );
-        None
+    match (&backing, file.is_direct()) {
+        (Some(_), _) => open_flags |= fopen::PASSTHROUGH,
+        (None, true) => open_flags |= fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES,
+        (None, false) => {}
     }
-}
-
-/// `FUSE_DEV_IOC_BACKING_CLOSE`.
-fn unregister_backing(fs: &Fs, id: i32) {
-    if let Some(dev) = fs.dev.get() {
-        let id = id as u32;
-        // SAFETY: the ioctl reads one u32 from the pointer, which points at `id`.
-        unsafe { libc::ioctl(dev.as_raw_fd(), crate::abi::DEV_IOC_BACKING_CLOSE, &id) };
-    }
+    let id = backing.as_ref().map_or(0, |b| b.id());
+    let handle = Handle::File(FileHandle { file, backing });
+    (handle, open_flags, id)
 }
 
 /// `OPEN`.
@@ -138,8 +130,11 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         return Err(Errno::ROFS);
     }
     let fd = open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?;
+    if arg.open_flags & OPEN_KILL_SUIDGID != 0 {
+        super::kill_suid_sgid(fd.as_fd())?;
+    }
     let file = backing_file(fs, &inode, fd)?;
-    let (handle, open_flags, backing_id) = file_handle(fs, file);
+    let (handle, open_flags, backing_id) = file_handle(fs, &inode, file);
     let fh = fs.handles.insert(handle);
     Ok(Answer::of(&OpenOut {
         fh,
@@ -176,13 +171,16 @@ fn create_in(
     let dir = fs.inodes.get(parent)?;
     let mode = Mode::from_raw_mode(arg.mode & 0o7777);
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let umask = crate::creds::CallerUmask::new(arg.umask);
     let fd = open_backing(fs, arg.flags, |f| {
         let f = f | extra | OFlags::CLOEXEC;
         Ok(rustix::fs::openat2(dir.fd(), name, f, mode, resolve)?)
     })?;
+    drop(umask);
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
-    let file = backing_file(fs, &*fs.inodes.get(id)?, fd)?;
-    let (handle, open_flags, backing_id) = file_handle(fs, file);
+    let inode = fs.inodes.get(id)?;
+    let file = backing_file(fs, &inode, fd)?;
+    let (handle, open_flags, backing_id) = file_handle(fs, &inode, file);
     let fh = fs.handles.insert(handle);
     let mut out = fs
         .cfg
@@ -201,18 +199,18 @@ fn create_in(
     Ok(Answer::Bytes(out))
 }
 
-/// `RELEASE`.
-pub fn release(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
+/// `RELEASE`: the handle goes (and with its descriptor, its `flock` lock); its share of the
+/// inode's passthrough registration is dropped.
+pub fn release(fs: &Fs, _node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: ReleaseIn = body.arg()?;
-    if let Some(h) = fs.handles.remove(arg.fh) {
-        if let Handle::File(FileHandle {
-            backing_id: Some(id),
-            ..
-        }) = &*h
-        {
-            unregister_backing(fs, *id);
-        }
-    }
+    drop(fs.handles.remove(arg.fh));
+    Ok(Answer::empty())
+}
+
+/// `FLUSH` (a `close`): the closing owner's POSIX locks on the file go, as POSIX says.
+pub fn flush(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
+    let arg: FlushIn = body.arg()?;
+    super::locks::flush(fs, node, &arg);
     Ok(Answer::empty())
 }
 
@@ -229,13 +227,15 @@ pub fn fsync(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
     Ok(Answer::empty())
 }
 
-/// `FALLOCATE` (allocate, keep size, punch hole, zero range...: the mode goes through).
+/// `FALLOCATE` (allocate, keep size, punch hole, zero range...: the mode goes through), under
+/// vecio's range lock, so it cannot land inside a read-modify-write of an unaligned direct
+/// write through another handle.
 pub fn fallocate(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: FallocateIn = body.arg()?;
     let h = fs.handles.file(arg.fh)?;
     let f = &h.as_file()?.file;
     let mode = rustix::fs::FallocateFlags::from_bits_retain(arg.mode as _);
-    rustix::fs::fallocate(f.as_fd(), mode, arg.offset, arg.length)?;
+    f.fallocate(mode, arg.offset, arg.length)?;
     Ok(Answer::empty())
 }
 
@@ -257,7 +257,8 @@ pub fn lseek(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
 }
 
 /// `COPY_FILE_RANGE`: the backing file system copies (or clones) without the data passing
-/// through the server.
+/// through the server, under vecio's range locks; where it refuses (a direct backing file at
+/// an unaligned offset, under `-o direct_io`), vecio copies through its own reads and writes.
 pub fn copy_file_range(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: CopyFileRangeIn = body.arg()?;
     if arg.flags != 0 {
@@ -265,15 +266,11 @@ pub fn copy_file_range(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
     }
     let hin = fs.handles.file(arg.fh_in)?;
     let hout = fs.handles.file(arg.fh_out)?;
-    let (mut off_in, mut off_out) = (arg.off_in, arg.off_out);
     let len = arg.len.min(u32::MAX as u64 & !0xfff) as usize;
-    let n = rustix::fs::copy_file_range(
-        hin.as_file()?.file.as_fd(),
-        Some(&mut off_in),
-        hout.as_file()?.file.as_fd(),
-        Some(&mut off_out),
-        len,
-    )?;
+    let n = hin
+        .as_file()?
+        .file
+        .copy_range_to(arg.off_in, &hout.as_file()?.file, arg.off_out, len)?;
     Ok(Answer::of(&WriteOut {
         size: n as u32,
         padding: 0,

@@ -1,26 +1,42 @@
-//! The passthrough operations, one module per family. Each takes the shared [`Fs`], the
-//! request header and the argument cursor, and answers bytes or an errno. `READ` and `WRITE`
-//! are served by the worker itself (`crate::io`), which owns the aligned buffers.
+//! The one request dispatcher, shared by both transports (`/dev/fuse` workers and FUSE over
+//! io_uring queues): every operation, counter and reply is written once here. A transport
+//! reads a request, calls [`dispatch`] with its own engine and output buffer, and sends the
+//! [`Answer`] the way it sends replies. One module per family of operations.
 
 mod attr;
 mod dir;
 mod entry;
 mod file;
+mod killpriv;
+mod locks;
 mod xattr;
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use vecio::Engine;
 use zerocopy::{Immutable, IntoBytes};
 
-use crate::abi::{opcode, InHeader};
+use crate::abi::{InHeader, Opcode, WriteOut};
 use crate::creds::AsCaller;
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
 use crate::request::Body;
+use crate::worker::WorkerStats;
+
+pub use killpriv::kill_suid_sgid;
+pub use locks::Locks;
 
 /// What a request is answered with.
 pub enum Answer {
     /// A reply with these bytes after the header (possibly none).
     Bytes(Vec<u8>),
-    /// No reply at all (`FORGET`, `BATCH_FORGET`, `INTERRUPT`).
+    /// A reply with the first this many bytes of the transport's output buffer (`READ`).
+    Buffer(usize),
+    /// A `WRITE`'s reply.
+    Written(WriteOut),
+    /// No reply now: none at all (`FORGET`, `BATCH_FORGET`, `INTERRUPT`), or one sent later
+    /// through [`Ctx::later`] (a lock that must wait).
     Nothing,
 }
 
@@ -34,88 +50,157 @@ impl Answer {
     pub fn empty() -> Answer {
         Answer::Bytes(Vec::new())
     }
+
+    /// The reply's payload, given the transport's output buffer; `None` for no reply.
+    pub fn payload<'a>(&'a self, out: &'a [u8]) -> Option<&'a [u8]> {
+        match self {
+            Answer::Bytes(b) => Some(b),
+            Answer::Buffer(n) => Some(&out[..*n]),
+            Answer::Written(w) => Some(w.as_bytes()),
+            Answer::Nothing => None,
+        }
+    }
+}
+
+/// A way to answer a request after `dispatch` returned (a transport that can: `/dev/fuse`).
+pub trait LateReply: Send + Sync {
+    /// Sends the answer to request `unique`.
+    fn send(&self, unique: u64, result: OpResult<Vec<u8>>);
+}
+
+/// What the transport lends the dispatcher for one request.
+pub struct Ctx<'a> {
+    /// The served file system.
+    pub fs: &'a Arc<Fs>,
+    /// The transport thread's own engine (`READ` and `WRITE` go through it).
+    pub engine: &'a mut dyn Engine,
+    /// Counters.
+    pub stats: &'a WorkerStats,
+    /// Where a reply that comes later is sent; `None` where the transport cannot.
+    pub later: Option<&'a Arc<dyn LateReply>>,
+}
+
+/// One request as a transport received it.
+pub struct Incoming<'a> {
+    /// `fuse_in_header`.
+    pub header: InHeader,
+    /// The opcode's arguments (for `/dev/fuse` a `WRITE` payload follows them here).
+    pub body: Body<'a>,
+    /// A `WRITE` payload that the transport keeps apart from the arguments (io_uring).
+    pub payload: Option<&'a [u8]>,
 }
 
 /// True for the operations that change the tree or its attributes.
-fn mutates(op: u32) -> bool {
+fn mutates(op: Opcode) -> bool {
+    use Opcode::*;
     matches!(
         op,
-        opcode::SETATTR
-            | opcode::SYMLINK
-            | opcode::MKNOD
-            | opcode::MKDIR
-            | opcode::UNLINK
-            | opcode::RMDIR
-            | opcode::RENAME
-            | opcode::RENAME2
-            | opcode::LINK
-            | opcode::CREATE
-            | opcode::TMPFILE
-            | opcode::SETXATTR
-            | opcode::REMOVEXATTR
-            | opcode::FALLOCATE
-            | opcode::COPY_FILE_RANGE
+        Setattr
+            | Symlink
+            | Mknod
+            | Mkdir
+            | Unlink
+            | Rmdir
+            | Rename
+            | Rename2
+            | Link
+            | Create
+            | Tmpfile
+            | Setxattr
+            | Removexattr
+            | Fallocate
+            | CopyFileRange
     )
 }
 
-/// True for operations done with the caller's filesystem uid and gid.
-fn as_caller(op: u32) -> bool {
-    mutates(op)
-        || matches!(
-            op,
-            opcode::LOOKUP | opcode::OPEN | opcode::OPENDIR | opcode::ACCESS | opcode::READLINK
-        )
+/// True for operations done with the caller's credentials (fsuid, fsgid, groups).
+fn as_caller(op: Opcode) -> bool {
+    use Opcode::*;
+    mutates(op) || matches!(op, Lookup | Open | Opendir | Access | Readlink | Getxattr | Listxattr)
 }
 
-/// Serves every request but `INIT`, `READ` and `WRITE`.
-pub fn dispatch(fs: &Fs, h: &InHeader, body: &mut Body<'_>) -> OpResult<Answer> {
-    if fs.cfg.read_only && mutates(h.opcode) {
+/// Serves one request; `out` is where a `READ` puts its data. Counts it.
+pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResult<Answer> {
+    ctx.stats.requests.fetch_add(1, Ordering::Relaxed);
+    let h = req.header;
+    let op = Opcode::from_raw(h.opcode).ok_or(Errno::NOSYS)?;
+    let fs = ctx.fs;
+    if fs.cfg.read_only && mutates(op) {
         return Err(Errno::ROFS);
     }
-    let _caller = as_caller(h.opcode).then(|| AsCaller::new(h.uid, h.gid));
+    let _caller = as_caller(op).then(|| AsCaller::new(h.uid, h.gid, h.pid));
+    let mut body = req.body;
     let node = h.nodeid;
-    match h.opcode {
-        opcode::LOOKUP => entry::lookup(fs, node, body),
-        opcode::FORGET => {
+    let body = &mut body;
+    use Opcode::*;
+    match op {
+        Read => {
+            let n = crate::io::read(fs, ctx.engine, body.arg()?, out)?;
+            ctx.stats.note_read(n);
+            Ok(Answer::Buffer(n))
+        }
+        Write => {
+            let arg: crate::abi::WriteIn = body.arg()?;
+            let data = match req.payload {
+                Some(p) => p.get(..arg.size as usize).ok_or(Errno::INVAL)?,
+                None => body.bytes(arg.size as usize)?,
+            };
+            let aligned = data.as_ptr() as usize % vecio::PAGE_SIZE == 0;
+            let w = crate::io::write(fs, ctx.engine, arg, data)?;
+            ctx.stats.note_write(w.size as usize, aligned);
+            Ok(Answer::Written(w))
+        }
+        Lookup => entry::lookup(fs, node, body),
+        Forget => {
             let arg: crate::abi::ForgetIn = body.arg()?;
             fs.inodes.forget(node, arg.nlookup);
             Ok(Answer::Nothing)
         }
-        opcode::BATCH_FORGET => entry::batch_forget(fs, body),
-        opcode::GETATTR => attr::getattr(fs, node, body),
-        opcode::SETATTR => attr::setattr(fs, node, body),
-        opcode::READLINK => attr::readlink(fs, node),
-        opcode::SYMLINK => entry::symlink(fs, node, body),
-        opcode::MKNOD => entry::mknod(fs, node, body),
-        opcode::MKDIR => entry::mkdir(fs, node, body),
-        opcode::UNLINK => entry::unlink(fs, node, body, false),
-        opcode::RMDIR => entry::unlink(fs, node, body, true),
-        opcode::RENAME => entry::rename(fs, node, body, false),
-        opcode::RENAME2 => entry::rename(fs, node, body, true),
-        opcode::LINK => entry::link(fs, node, body),
-        opcode::OPEN => file::open(fs, node, body),
-        opcode::CREATE => file::create(fs, node, body),
-        opcode::TMPFILE => file::tmpfile(fs, node, body),
-        opcode::STATFS => attr::statfs(fs, node),
-        opcode::RELEASE => file::release(fs, body),
-        opcode::FLUSH => Ok(Answer::empty()),
-        opcode::FSYNC => file::fsync(fs, body),
-        opcode::FALLOCATE => file::fallocate(fs, body),
-        opcode::LSEEK => file::lseek(fs, body),
-        opcode::COPY_FILE_RANGE => file::copy_file_range(fs, body),
-        opcode::OPENDIR => dir::opendir(fs, node),
-        opcode::READDIR => dir::readdir(fs, node, body, false),
-        opcode::READDIRPLUS => dir::readdir(fs, node, body, true),
-        opcode::RELEASEDIR => dir::releasedir(fs, body),
-        opcode::FSYNCDIR => dir::fsyncdir(fs, body),
-        opcode::ACCESS => attr::access(fs, node, body),
-        opcode::SETXATTR => xattr::setxattr(fs, node, body),
-        opcode::GETXATTR => xattr::getxattr(fs, node, body),
-        opcode::LISTXATTR => xattr::listxattr(fs, node, body),
-        opcode::REMOVEXATTR => xattr::removexattr(fs, node, body),
-        opcode::SYNCFS => attr::syncfs(fs),
-        opcode::INTERRUPT => Ok(Answer::Nothing),
-        opcode::DESTROY => Ok(Answer::empty()),
+        BatchForget => entry::batch_forget(fs, body),
+        Getattr => attr::getattr(fs, node, body),
+        Setattr => attr::setattr(fs, node, body),
+        Statx => attr::statx(fs, node, body),
+        Readlink => attr::readlink(fs, node),
+        Symlink => entry::symlink(fs, node, body),
+        Mknod => entry::mknod(fs, node, body),
+        Mkdir => entry::mkdir(fs, node, body),
+        Unlink => entry::unlink(fs, node, body, false),
+        Rmdir => entry::unlink(fs, node, body, true),
+        Rename => entry::rename(fs, node, body, false),
+        Rename2 => entry::rename(fs, node, body, true),
+        Link => entry::link(fs, node, body),
+        Open => file::open(fs, node, body),
+        Create => file::create(fs, node, body),
+        Tmpfile => file::tmpfile(fs, node, body),
+        Statfs => attr::statfs(fs, node),
+        Release => file::release(fs, node, body),
+        Flush => file::flush(fs, node, body),
+        Fsync => file::fsync(fs, body),
+        Fallocate => file::fallocate(fs, body),
+        Lseek => file::lseek(fs, body),
+        CopyFileRange => file::copy_file_range(fs, body),
+        Getlk => locks::getlk(fs, node, body),
+        Setlk => locks::setlk(fs, node, body, false, h.unique, ctx.later),
+        Setlkw => locks::setlk(fs, node, body, true, h.unique, ctx.later),
+        Opendir => dir::opendir(fs, node),
+        Readdir => dir::readdir(fs, node, body, false),
+        Readdirplus => dir::readdir(fs, node, body, true),
+        Releasedir => dir::releasedir(fs, body),
+        Fsyncdir => dir::fsyncdir(fs, body),
+        Access => attr::access(fs, node, body),
+        Setxattr => xattr::setxattr(fs, node, body),
+        Getxattr => xattr::getxattr(fs, node, body),
+        Listxattr => xattr::listxattr(fs, node, body),
+        Removexattr => xattr::removexattr(fs, node, body),
+        Syncfs => attr::syncfs(fs),
+        Interrupt => {
+            let arg: crate::abi::InterruptIn = body.arg()?;
+            fs.locks.interrupt(arg.unique);
+            Ok(Answer::Nothing)
+        }
+        Destroy => Ok(Answer::empty()),
+        // INIT was answered before the transports started; another one is a protocol error.
+        Init => Err(Errno::INVAL),
         _ => Err(Errno::NOSYS),
     }
 }
