@@ -35,6 +35,10 @@ pub struct FuseArgs {
     /// writes go straight to the backing file.
     #[arg(long)]
     pub passthrough: bool,
+    /// With --passthrough, hand O_DIRECT opens to the kernel too (their buffers must then be
+    /// aligned as on the backing file system; without it vecio serves any alignment).
+    #[arg(long, requires = "passthrough")]
+    pub passthrough_direct: bool,
     /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads.
     /// Needs the fuse module's enable_uring parameter; as root, vecio turns it on (and says so).
     #[arg(long)]
@@ -66,6 +70,7 @@ pub fn run(a: FuseArgs) -> Result<()> {
         attr: timeout,
     };
     cfg.fs.passthrough = a.passthrough;
+    cfg.fs.passthrough_direct = a.passthrough_direct;
     cfg.uring = a.uring;
     if a.uring && !vecio_fuse::uring_enabled() {
         let knob = "/sys/module/fuse/parameters/enable_uring";

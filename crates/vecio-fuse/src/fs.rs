@@ -10,7 +10,7 @@ use rustix::fs::{FileType, Mode, OFlags};
 use crate::attr::Timeouts;
 use crate::error::{Errno, Error, OpResult, Result};
 use crate::handle::Handles;
-use crate::inode::{Inode, Inodes};
+use crate::inode::{Inode, InodeFd, Inodes};
 
 /// Settings of the file system (as opposed to the mount).
 #[derive(Clone, Debug, Default)]
@@ -28,6 +28,10 @@ pub struct FsConfig {
     /// Hand buffered opens to the kernel (`FUSE_PASSTHROUGH`): reads and writes of those files
     /// never reach the server.
     pub passthrough: bool,
+    /// With `passthrough`, hand `O_DIRECT` opens to the kernel too (the kernel passes
+    /// `O_DIRECT` on to the backing file, so their buffers must then be aligned as natively);
+    /// without it they stay with vecio, which serves any alignment.
+    pub passthrough_direct: bool,
 }
 
 /// The shared state of one served source directory.
@@ -70,9 +74,9 @@ impl Fs {
             path: "/proc/self/fd".into(),
             source: e.into(),
         })?;
-        let inodes =
-            Inodes::new(root).map_err(|e| src_err(std::io::Error::from_raw_os_error(e.0)))?;
-        raise_fd_limit();
+        let limit = raise_fd_limit();
+        let inodes = Inodes::new(root, cached_fds(limit))
+            .map_err(|e| src_err(std::io::Error::from_raw_os_error(e.0)))?;
         Ok(Fs {
             inodes,
             handles: Handles::default(),
@@ -93,9 +97,10 @@ impl Fs {
         }
         let flags = (flags - (OFlags::CREATE | OFlags::EXCL | OFlags::NOCTTY | OFlags::NOFOLLOW))
             | OFlags::CLOEXEC;
+        let fd = inode.fd()?;
         Ok(rustix::fs::openat(
             &self.proc_fd,
-            inode.proc_name(),
+            fd.proc_name(),
             flags,
             Mode::empty(),
         )?)
@@ -112,13 +117,16 @@ impl Fs {
         )?)
     }
 
-    /// The `/proc/self/fd` path of an inode, for calls that only take a path (xattrs).
-    pub fn proc_path(&self, inode: &Inode) -> OpResult<std::ffi::CString> {
+    /// The `/proc/self/fd` path of an inode, for calls that only take a path (xattrs), with
+    /// the descriptor it names: the path is valid while that is held.
+    pub fn proc_path(&self, inode: &Inode) -> OpResult<(InodeFd, std::ffi::CString)> {
         if inode.kind == FileType::Symlink {
             return Err(Errno::NOTSUP);
         }
-        std::ffi::CString::new(format!("/proc/self/fd/{}", inode.proc_name()))
-            .map_err(|_| Errno::INVAL)
+        let fd = inode.fd()?;
+        let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.proc_name()))
+            .map_err(|_| Errno::INVAL)?;
+        Ok((fd, path))
     }
 
     /// The `/proc/self/fd` directory.
@@ -132,10 +140,9 @@ impl Fs {
     }
 }
 
-/// Every node the kernel knows holds an `O_PATH` descriptor, so the common soft limit of 1024
-/// open files would fail lookups with `EMFILE` past about a thousand known files: lift the
-/// soft limit to the hard one, as passthrough servers do.
-fn raise_fd_limit() {
+/// Lifts the soft open-file limit to the hard one, as passthrough servers do, and returns the
+/// limit in force (`None`: unlimited).
+fn raise_fd_limit() -> Option<u64> {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let lim = getrlimit(Resource::Nofile);
     if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
@@ -146,9 +153,19 @@ fn raise_fd_limit() {
             };
             if let Err(e) = setrlimit(Resource::Nofile, raised) {
                 tracing::info!("raising the open-file limit from {cur} to {max}: {e}");
+                return Some(cur);
             }
         }
+        return Some(max);
     }
+    lim.current
+}
+
+/// How many node descriptors to keep open under an open-file limit of `limit`: half of it
+/// (the rest is for open files and directories, rings and the connection), at most 65536.
+fn cached_fds(limit: Option<u64>) -> usize {
+    let limit = limit.unwrap_or(1 << 20).min(1 << 20) as usize;
+    (limit / 2).clamp(16, 65536)
 }
 
 /// A name as the kernel sent it, checked to be one component (never `.` or `..`).

@@ -1,23 +1,60 @@
-//! The inode table: node ids the kernel knows, each backed by an `O_PATH` descriptor of the
-//! backing inode (never a path), with the kernel's lookup count.
+//! The inode table: node ids the kernel knows, each naming a backing inode (never a path), with
+//! the kernel's lookup count.
 //!
 //! Confinement comes from here: a node is reached only by `openat2(parent, name,
 //! RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` with `O_NOFOLLOW`, one component at a time, from
 //! the root's descriptor; a symlink is opened as itself and never followed; a rename or a
 //! symlink swap between two requests changes nothing, because a node holds the inode itself.
+//!
+//! Bounded descriptors: a node keeps the inode's file handle (`name_to_handle_at`, a few dozen
+//! bytes) and an `O_PATH` descriptor only while it is in a bounded cache ([`FdCache`], a CLOCK
+//! over the nodes holding one). A node whose descriptor was let go reopens it from its handle
+//! (`open_by_handle_at` through a descriptor of the same mount, as the server, which holds
+//! `CAP_DAC_READ_SEARCH`), so the tree the kernel knows may be far larger than `RLIMIT_NOFILE`.
+//! Handles are made only from inodes reached by the confined lookups above and never come from
+//! the kernel or a caller, so the reopen cannot reach anything the lookups could not. Where the
+//! backing file system makes no handles, or the server is not root, the node keeps its
+//! descriptor for its whole life, as before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use crate::error::{Errno, OpResult};
+use crate::fhandle::FileHandle;
+
+/// A held descriptor of an inode: it stays open while held, even if the cache lets it go.
+#[derive(Clone)]
+pub struct InodeFd(Arc<OwnedFd>);
+
+impl InodeFd {
+    /// Name of this descriptor under `/proc/self/fd`, to reopen the inode for I/O. Valid
+    /// while `self` is held.
+    pub fn proc_name(&self) -> String {
+        self.0.as_raw_fd().to_string()
+    }
+}
+
+impl AsFd for InodeFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
 
 /// One backing inode the kernel holds a reference to.
 pub struct Inode {
-    fd: OwnedFd,
+    /// The `O_PATH` descriptor, while cached (always, for a node without a handle).
+    slot: Mutex<Option<Arc<OwnedFd>>>,
+    /// The file handle that reopens it; `None`: the descriptor is kept for the node's life.
+    handle: Option<FileHandle>,
+    /// Used since the cache last looked (CLOCK's second chance).
+    referenced: AtomicBool,
+    cache: Arc<FdCache>,
+    me: Weak<Inode>,
     /// `(st_dev, st_ino)` of the backing inode.
     pub key: (u64, u64),
     /// File type, fixed for the inode's life.
@@ -27,23 +64,154 @@ pub struct Inode {
 }
 
 impl Inode {
-    /// The `O_PATH` descriptor.
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+    /// The `O_PATH` descriptor, reopened from the file handle if the cache let it go
+    /// (`ENOENT` when the inode no longer exists).
+    pub fn fd(&self) -> OpResult<InodeFd> {
+        if let Some(fd) = self.lock_slot().as_ref() {
+            self.referenced.store(true, Ordering::Relaxed);
+            return Ok(InodeFd(fd.clone()));
+        }
+        let handle = self.handle.as_ref().ok_or(Errno::NOENT)?;
+        let mount_fd = self.cache.mount_fd(handle.mount_id).ok_or(Errno::NOENT)?;
+        let fd = {
+            let _root = crate::creds::AsServer::new();
+            handle.open(mount_fd.as_fd(), libc::O_PATH | libc::O_NOFOLLOW)
+        };
+        let fd = Arc::new(fd.map_err(|e| if e.0 == libc::ESTALE { Errno::NOENT } else { e })?);
+        {
+            let mut slot = self.lock_slot();
+            if let Some(raced) = slot.as_ref() {
+                return Ok(InodeFd(raced.clone()));
+            }
+            *slot = Some(fd.clone());
+        }
+        self.cache.installed(self.me.clone());
+        Ok(InodeFd(fd))
     }
 
-    /// Name of this inode's descriptor under `/proc/self/fd`, to reopen it for I/O.
-    pub fn proc_name(&self) -> String {
-        self.fd.as_raw_fd().to_string()
+    fn lock_slot(&self) -> std::sync::MutexGuard<'_, Option<Arc<OwnedFd>>> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Gives the node `fd` (a new `O_PATH` descriptor of the same inode) if it holds none.
+    fn offer(&self, fd: OwnedFd) {
+        {
+            let mut slot = self.lock_slot();
+            if slot.is_some() {
+                return;
+            }
+            *slot = Some(Arc::new(fd));
+        }
+        self.cache.installed(self.me.clone());
+    }
+
+    /// Lets the descriptor go if the node has a handle to reopen it; true if it did.
+    fn release_fd(&self) -> bool {
+        self.handle.is_some() && self.lock_slot().take().is_some()
     }
 
     /// `stat` of the inode.
     pub fn stat(&self) -> OpResult<rustix::fs::Stat> {
         Ok(rustix::fs::statat(
-            &self.fd,
+            self.fd()?,
             c"",
             AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
         )?)
+    }
+}
+
+impl Drop for Inode {
+    fn drop(&mut self) {
+        let held = self.slot.get_mut().map(|s| s.is_some()).unwrap_or(false);
+        if self.handle.is_some() && held {
+            let _ = self
+                .cache
+                .count
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1));
+        }
+    }
+}
+
+/// The bounded set of nodes that hold an `O_PATH` descriptor (nodes without a handle are not
+/// counted: they cannot let theirs go), and one descriptor per backing mount for reopening.
+pub struct FdCache {
+    capacity: usize,
+    count: AtomicUsize,
+    clock: Mutex<VecDeque<Weak<Inode>>>,
+    mounts: Mutex<HashMap<i32, Arc<OwnedFd>>>,
+    /// Reopen from handles at all (root only: `open_by_handle_at` needs
+    /// `CAP_DAC_READ_SEARCH`).
+    use_handles: bool,
+}
+
+impl FdCache {
+    /// A cache of at most `capacity` descriptors.
+    pub fn new(capacity: usize, use_handles: bool) -> FdCache {
+        FdCache {
+            capacity: capacity.max(1),
+            count: AtomicUsize::new(0),
+            clock: Mutex::new(VecDeque::new()),
+            mounts: Mutex::new(HashMap::new()),
+            use_handles,
+        }
+    }
+
+    fn mount_fd(&self, mount_id: i32) -> Option<Arc<OwnedFd>> {
+        self.mounts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&mount_id)
+            .cloned()
+    }
+
+    /// Keeps a descriptor of mount `mount_id` (a duplicate of `fd`) if none is kept yet.
+    fn remember_mount(&self, mount_id: i32, fd: BorrowedFd<'_>) -> bool {
+        let mut mounts = self.mounts.lock().unwrap_or_else(|p| p.into_inner());
+        if mounts.contains_key(&mount_id) {
+            return true;
+        }
+        match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
+            Ok(dup) => {
+                mounts.insert(mount_id, Arc::new(dup));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Counts a node that now holds a descriptor, and lets others go past the capacity.
+    fn installed(&self, node: Weak<Inode>) {
+        let mut clock = self.clock.lock().unwrap_or_else(|p| p.into_inner());
+        clock.push_back(node);
+        let held = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        if held > self.capacity {
+            self.evict(&mut clock, held - self.capacity);
+        }
+        if clock.len() > 2 * self.capacity + 64 {
+            clock.retain(|w| w.upgrade().is_some_and(|i| i.lock_slot().is_some()));
+        }
+    }
+
+    /// CLOCK: nodes used since the last pass get a second chance; the others let their
+    /// descriptor go. Stops after `want` or two full turns.
+    fn evict(&self, clock: &mut VecDeque<Weak<Inode>>, want: usize) {
+        let mut freed = 0;
+        let mut budget = 2 * clock.len();
+        let mut keep_alive = Vec::new();
+        while freed < want && budget > 0 {
+            budget -= 1;
+            let Some(w) = clock.pop_front() else { break };
+            let Some(node) = w.upgrade() else { continue };
+            if node.referenced.swap(false, Ordering::Relaxed) {
+                clock.push_back(w);
+            } else if node.release_fd() {
+                self.count.fetch_sub(1, Ordering::Relaxed);
+                freed += 1;
+            }
+            // A node dropped here would count itself down under this lock: drop it after.
+            keep_alive.push(node);
+        }
+        drop(keep_alive);
     }
 }
 
@@ -62,6 +230,7 @@ struct Table {
 /// Node id to inode, shared by every worker.
 pub struct Inodes {
     table: Mutex<Table>,
+    cache: Arc<FdCache>,
 }
 
 /// Opens `name` in directory `dir` as an `O_PATH` descriptor, beneath `dir` only.
@@ -78,12 +247,19 @@ pub fn open_beneath(dir: BorrowedFd<'_>, name: &CStr) -> OpResult<OwnedFd> {
 }
 
 impl Inodes {
-    /// A table whose root (node 1) is `root`, an `O_PATH` descriptor of the source directory.
-    pub fn new(root: OwnedFd) -> OpResult<Inodes> {
+    /// A table whose root (node 1) is `root`, an `O_PATH` descriptor of the source directory,
+    /// keeping at most `cache_fds` descriptors of other nodes open.
+    pub fn new(root: OwnedFd, cache_fds: usize) -> OpResult<Inodes> {
         let st = rustix::fs::statat(&root, c"", AtFlags::EMPTY_PATH)?;
         let key = (st.st_dev, st.st_ino);
-        let inode = Arc::new(Inode {
-            fd: root,
+        let cache = Arc::new(FdCache::new(cache_fds, crate::creds::server_is_root()));
+        // The root keeps its descriptor: it is never looked up again.
+        let inode = Arc::new_cyclic(|me| Inode {
+            slot: Mutex::new(Some(Arc::new(root))),
+            handle: None,
+            referenced: AtomicBool::new(false),
+            cache: cache.clone(),
+            me: me.clone(),
             key,
             kind: FileType::Directory,
             backing: Default::default(),
@@ -98,6 +274,7 @@ impl Inodes {
         table.by_key.insert(key, crate::abi::ROOT_ID);
         Ok(Inodes {
             table: Mutex::new(table),
+            cache,
         })
     }
 
@@ -120,7 +297,7 @@ impl Inodes {
     /// reference) and the inode's `stat`.
     pub fn lookup(&self, parent: u64, name: &CStr) -> OpResult<(u64, rustix::fs::Stat)> {
         let dir = self.get(parent)?;
-        let fd = open_beneath(dir.fd(), name)?;
+        let fd = open_beneath(dir.fd()?.as_fd(), name)?;
         self.adopt(fd)
     }
 
@@ -129,24 +306,61 @@ impl Inodes {
     pub fn adopt(&self, fd: OwnedFd) -> OpResult<(u64, rustix::fs::Stat)> {
         let st = rustix::fs::statat(&fd, c"", AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW)?;
         let key = (st.st_dev, st.st_ino);
-        let mut t = self.lock();
-        if let Some(&id) = t.by_key.get(&key) {
-            if let Some(e) = t.by_id.get_mut(&id) {
-                e.lookups += 1;
-                return Ok((id, st));
+        {
+            let mut t = self.lock();
+            if let Some(&id) = t.by_key.get(&key) {
+                if let Some(e) = t.by_id.get_mut(&id) {
+                    e.lookups += 1;
+                    let inode = e.inode.clone();
+                    drop(t);
+                    inode.offer(fd);
+                    return Ok((id, st));
+                }
             }
         }
-        let id = t.next_id;
-        t.next_id += 1;
-        let inode = Arc::new(Inode {
-            fd,
+        let handle = self.handle_for(fd.as_fd());
+        let counted = handle.is_some();
+        let inode = Arc::new_cyclic(|me| Inode {
+            slot: Mutex::new(Some(Arc::new(fd))),
+            handle,
+            referenced: AtomicBool::new(true),
+            cache: self.cache.clone(),
+            me: me.clone(),
             key,
             kind: FileType::from_raw_mode(st.st_mode),
             backing: Default::default(),
         });
-        t.by_id.insert(id, Entry { inode, lookups: 1 });
-        t.by_key.insert(key, id);
+        let id = {
+            let mut t = self.lock();
+            if let Some(&id) = t.by_key.get(&key) {
+                // Another worker entered the same inode meanwhile: count on its node.
+                if let Some(e) = t.by_id.get_mut(&id) {
+                    e.lookups += 1;
+                    // Never counted: let its descriptor go uncounted.
+                    inode.lock_slot().take();
+                    return Ok((id, st));
+                }
+            }
+            let id = t.next_id;
+            t.next_id += 1;
+            t.by_id.insert(id, Entry { inode: inode.clone(), lookups: 1 });
+            t.by_key.insert(key, id);
+            id
+        };
+        if counted {
+            self.cache.installed(Arc::downgrade(&inode));
+        }
         Ok((id, st))
+    }
+
+    /// The file handle of the inode `fd` names, when handles are in use and the file system
+    /// makes them (and a descriptor of its mount is kept).
+    fn handle_for(&self, fd: BorrowedFd<'_>) -> Option<FileHandle> {
+        if !self.cache.use_handles {
+            return None;
+        }
+        let h = FileHandle::of(fd).ok()?;
+        self.cache.remember_mount(h.mount_id, fd).then_some(h)
     }
 
     /// Drops `n` kernel references to node `id`; the inode is closed at zero. The root stays.

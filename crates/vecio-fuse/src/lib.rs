@@ -27,6 +27,7 @@ mod attr;
 mod creds;
 mod dev;
 mod error;
+mod fhandle;
 mod fs;
 mod fusermount;
 mod handle;

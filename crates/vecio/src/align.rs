@@ -105,7 +105,7 @@ pub(crate) fn rmw_write(
     let new_end = start + written as u64;
     if new_end > size && new_end > offset + user as u64 {
         // The window grew the file past the request's end: cut it back.
-        if let Err(e) = file.set_len(size.max(offset + user as u64)) {
+        if let Err(e) = file.set_len_unlocked(size.max(offset + user as u64)) {
             stop = stop.or(e.raw_os_error());
         }
     }

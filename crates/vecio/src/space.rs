@@ -63,6 +63,12 @@ impl File {
     /// back bytes past a cut, nor lose the zeroes of a growth.
     pub fn set_len(&self, len: u64) -> std::io::Result<()> {
         let _guard = self.lock_blocks(len, u64::MAX);
+        self.set_len_unlocked(len)
+    }
+
+    /// `ftruncate(2)` for a caller that already holds the blocks from `len` on (the
+    /// read-modify-write cutting back the end it grew).
+    pub(crate) fn set_len_unlocked(&self, len: u64) -> std::io::Result<()> {
         Ok(rustix::fs::ftruncate(self, len)?)
     }
 

@@ -61,14 +61,14 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         match file {
             Some(f) => rustix::fs::fchmod(f.file.as_fd(), mode)?,
             None if inode.kind == FileType::Symlink => return Err(Errno::NOTSUP),
-            None => rustix::fs::chmodat(fs.proc_dir(), inode.proc_name(), mode, AtFlags::empty())?,
+            None => rustix::fs::chmodat(fs.proc_dir(), inode.fd()?.proc_name(), mode, AtFlags::empty())?,
         }
     }
     if a.valid & (fattr::UID | fattr::GID) != 0 {
         let uid = (a.valid & fattr::UID != 0).then(|| rustix::fs::Uid::from_raw(a.uid));
         let gid = (a.valid & fattr::GID != 0).then(|| rustix::fs::Gid::from_raw(a.gid));
         rustix::fs::chownat(
-            inode.fd(),
+            inode.fd()?,
             c"",
             uid,
             gid,
@@ -112,12 +112,12 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         match file {
             Some(f) => rustix::fs::futimens(f.file.as_fd(), &ts)?,
             None if inode.kind == FileType::Symlink => rustix::fs::utimensat(
-                inode.fd(),
+                inode.fd()?,
                 c"",
                 &ts,
                 AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
             )?,
-            None => rustix::fs::utimensat(fs.proc_dir(), inode.proc_name(), &ts, AtFlags::empty())?,
+            None => rustix::fs::utimensat(fs.proc_dir(), inode.fd()?.proc_name(), &ts, AtFlags::empty())?,
         }
     }
     let st = inode.stat()?;
@@ -137,7 +137,7 @@ pub fn statx(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         .flatten();
     let sx = match handle.as_deref() {
         Some(Handle::File(f)) => rustix::fs::statx(f.file.as_fd(), c"", flags, mask)?,
-        _ => rustix::fs::statx(fs.inodes.get(node)?.fd(), c"", flags, mask)?,
+        _ => rustix::fs::statx(fs.inodes.get(node)?.fd()?, c"", flags, mask)?,
     };
     let t = |t: rustix::fs::StatxTimestamp| SxTime {
         tv_sec: t.tv_sec,
@@ -178,14 +178,14 @@ pub fn statx(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
 /// `READLINK`: the link's own text, read from its descriptor.
 pub fn readlink(fs: &Fs, node: u64) -> OpResult<Answer> {
     let inode = fs.inodes.get(node)?;
-    let target = rustix::fs::readlinkat(inode.fd(), c"", Vec::new())?;
+    let target = rustix::fs::readlinkat(inode.fd()?, c"", Vec::new())?;
     Ok(Answer::Bytes(target.into_bytes()))
 }
 
 /// `STATFS` of the backing file system.
 pub fn statfs(fs: &Fs, node: u64) -> OpResult<Answer> {
     let inode = fs.inodes.get(node)?;
-    let st = rustix::fs::fstatvfs(inode.fd())?;
+    let st = rustix::fs::fstatvfs(inode.fd()?)?;
     Ok(Answer::of(&Kstatfs {
         blocks: st.f_blocks,
         bfree: st.f_bfree,
@@ -207,7 +207,7 @@ pub fn access(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         return Ok(Answer::empty());
     }
     let mode = rustix::fs::Access::from_bits_truncate(arg.mask);
-    rustix::fs::accessat(fs.proc_dir(), inode.proc_name(), mode, AtFlags::EACCESS)?;
+    rustix::fs::accessat(fs.proc_dir(), inode.fd()?.proc_name(), mode, AtFlags::EACCESS)?;
     Ok(Answer::empty())
 }
 

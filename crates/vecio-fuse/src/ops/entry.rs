@@ -40,7 +40,7 @@ pub fn mknod(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let kind = rustix::fs::FileType::from_raw_mode(arg.mode);
     let mode = Mode::from_raw_mode(arg.mode);
     let _umask = CallerUmask::new(arg.umask);
-    rustix::fs::mknodat(dir.fd(), name, kind, mode, arg.rdev as u64)?;
+    rustix::fs::mknodat(dir.fd()?, name, kind, mode, arg.rdev as u64)?;
     entry_of(fs, parent, name)
 }
 
@@ -50,7 +50,7 @@ pub fn mkdir(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let name = component(body.name()?)?;
     let dir = fs.inodes.get(parent)?;
     let _umask = CallerUmask::new(arg.umask);
-    rustix::fs::mkdirat(dir.fd(), name, Mode::from_raw_mode(arg.mode))?;
+    rustix::fs::mkdirat(dir.fd()?, name, Mode::from_raw_mode(arg.mode))?;
     entry_of(fs, parent, name)
 }
 
@@ -59,7 +59,7 @@ pub fn symlink(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let name = component(body.name()?)?;
     let target = body.string()?;
     let dir = fs.inodes.get(parent)?;
-    rustix::fs::symlinkat(target, dir.fd(), name)?;
+    rustix::fs::symlinkat(target, dir.fd()?, name)?;
     entry_of(fs, parent, name)
 }
 
@@ -72,7 +72,7 @@ pub fn unlink(fs: &Fs, parent: u64, body: &mut Body<'_>, dir_too: bool) -> OpRes
     } else {
         AtFlags::empty()
     };
-    rustix::fs::unlinkat(dir.fd(), name, flags)?;
+    rustix::fs::unlinkat(dir.fd()?, name, flags)?;
     Ok(Answer::empty())
 }
 
@@ -90,7 +90,7 @@ pub fn rename(fs: &Fs, parent: u64, body: &mut Body<'_>, with_flags: bool) -> Op
     let flags = RenameFlags::from_bits(flags).ok_or(Errno::INVAL)?;
     let from = fs.inodes.get(parent)?;
     let to = fs.inodes.get(newdir)?;
-    rustix::fs::renameat_with(from.fd(), old, to.fd(), new, flags)?;
+    rustix::fs::renameat_with(from.fd()?, old, to.fd()?, new, flags)?;
     Ok(Answer::empty())
 }
 
@@ -104,7 +104,7 @@ pub fn link(fs: &Fs, newparent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     if old.kind == rustix::fs::FileType::Directory {
         return Err(Errno(libc::EPERM));
     }
-    match rustix::fs::linkat(old.fd(), c"", dir.fd(), name, AtFlags::EMPTY_PATH) {
+    match rustix::fs::linkat(old.fd()?, c"", dir.fd()?, name, AtFlags::EMPTY_PATH) {
         Ok(()) => {}
         // Without CAP_DAC_READ_SEARCH (the caller's ids are in force), link through the
         // inode's /proc/self/fd entry instead, which names the same inode.
@@ -115,8 +115,8 @@ pub fn link(fs: &Fs, newparent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         {
             rustix::fs::linkat(
                 fs.proc_dir(),
-                old.proc_name(),
-                dir.fd(),
+                old.fd()?.proc_name(),
+                dir.fd()?,
                 name,
                 AtFlags::SYMLINK_FOLLOW,
             )?;

@@ -101,13 +101,14 @@ fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd) -> OpResult<Arc<vecio::File
 }
 
 /// Wraps a handle's backing file: the handle, the reply flags, the passthrough id. Under
-/// `--passthrough` every open of an inode shares the inode's one backing registration (the
-/// kernel allows one backing file per inode); direct opens use it too, so the kernel serves
-/// their `O_DIRECT` reads and writes on the backing file without a round trip.
+/// `--passthrough` every buffered open of an inode shares the inode's one backing registration
+/// (the kernel allows one backing file per inode); with `--passthrough-direct` direct opens
+/// use it too, and the kernel serves their `O_DIRECT` reads and writes on the backing file
+/// without a round trip.
 fn file_handle(fs: &Fs, inode: &Arc<Inode>, file: Arc<vecio::File>) -> (Handle, u32, i32) {
     let mut open_flags = 0;
     let mut backing = None;
-    if fs.cfg.passthrough {
+    if fs.cfg.passthrough && (!file.is_direct() || fs.cfg.passthrough_direct) {
         backing = crate::passthrough::acquire(fs, inode, &file);
     }
     match (&backing, file.is_direct()) {
@@ -174,7 +175,7 @@ fn create_in(
     let umask = crate::creds::CallerUmask::new(arg.umask);
     let fd = open_backing(fs, arg.flags, |f| {
         let f = f | extra | OFlags::CLOEXEC;
-        Ok(rustix::fs::openat2(dir.fd(), name, f, mode, resolve)?)
+        Ok(rustix::fs::openat2(dir.fd()?, name, f, mode, resolve)?)
     })?;
     drop(umask);
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;

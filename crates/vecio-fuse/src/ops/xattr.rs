@@ -12,7 +12,7 @@ pub fn setxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: SetxattrIn = body.arg()?;
     let name = body.string()?;
     let value = body.bytes(arg.size as usize)?;
-    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let (_held, path) = fs.proc_path(&*fs.inodes.get(node)?)?;
     let flags = rustix::fs::XattrFlags::from_bits(arg.flags).ok_or(Errno::INVAL)?;
     rustix::fs::setxattr(path.as_c_str(), name, value, flags)?;
     Ok(Answer::empty())
@@ -37,7 +37,7 @@ fn sized(size: u32, data: Vec<u8>) -> OpResult<Answer> {
 pub fn getxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: GetxattrIn = body.arg()?;
     let name = body.string()?;
-    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let (_held, path) = fs.proc_path(&*fs.inodes.get(node)?)?;
     let mut buf = vec![0u8; (arg.size as usize).clamp(1, 64 << 10)];
     let data = if arg.size == 0 {
         let n = rustix::fs::getxattr_query(path.as_c_str(), name)?;
@@ -53,7 +53,7 @@ pub fn getxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
 /// `LISTXATTR`.
 pub fn listxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: GetxattrIn = body.arg()?;
-    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let (_held, path) = fs.proc_path(&*fs.inodes.get(node)?)?;
     let data = if arg.size == 0 {
         let n = rustix::fs::listxattr_query(path.as_c_str())?;
         vec![0u8; n]
@@ -69,7 +69,7 @@ pub fn listxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
 /// `REMOVEXATTR`.
 pub fn removexattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let name = body.string()?;
-    let path = fs.proc_path(&*fs.inodes.get(node)?)?;
+    let (_held, path) = fs.proc_path(&*fs.inodes.get(node)?)?;
     rustix::fs::removexattr(path.as_c_str(), name)?;
     Ok(Answer::empty())
 }
