@@ -1,0 +1,102 @@
+//! Locks served by the backing file system: `flock(2)` and POSIX record locks taken through the
+//! mount exclude other processes through the mount and on the host, a waiting lock is granted
+//! when the holder lets go, and a signal ends the wait.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+
+fn flock(args: &[&str]) -> std::process::ExitStatus {
+    Command::new("flock").args(args).status().expect("running flock")
+}
+
+/// Holds an exclusive `flock` on `path` in a child process for `secs` seconds; returns once
+/// it is held.
+fn hold_flock(path: &str, secs: u32) -> std::process::Child {
+    let child = Command::new("flock")
+        .args(["-x", path, "sh", "-c", &format!("echo held; sleep {secs}")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    child
+}
+
+fn setup(name: &str) -> Option<(Fixture, String, String)> {
+    let fx = common::mount(name, common::config())?;
+    std::fs::write(fx.m("f"), "lock me\n").unwrap();
+    let m = fx.m("f").to_str().unwrap().to_string();
+    let s = fx.s("f").to_str().unwrap().to_string();
+    Some((fx, m, s))
+}
+
+#[test]
+fn flock_through_the_mount_excludes_the_mount_and_the_host() {
+    let Some((fx, m, s)) = setup("flock") else {
+        return;
+    };
+    let mut holder = hold_flock(&m, 3);
+    assert!(!flock(&["-n", "-x", &m, "true"]).success(), "a second flock through the mount");
+    assert!(!flock(&["-n", "-s", &s, "true"]).success(), "a flock on the host file");
+    // A waiting flock through the mount is granted when the holder exits.
+    let t = Instant::now();
+    assert!(flock(&["-w", "20", "-x", &m, "true"]).success());
+    assert!(t.elapsed() >= Duration::from_millis(500), "{:?}", t.elapsed());
+    holder.wait().unwrap();
+    assert!(flock(&["-n", "-x", &s, "true"]).success(), "free again on the host");
+    // A wait ended by a signal (flock -w uses an alarm): refused, not hung.
+    let mut holder = hold_flock(&m, 4);
+    let t = Instant::now();
+    assert!(!flock(&["-w", "1", "-x", &m, "true"]).success());
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    drop(fx);
+}
+
+/// `lockf` (POSIX record locks) through Python: a byte range locked by one process is refused
+/// to another through the mount and on the host, and free once the holder closes the file.
+#[test]
+fn posix_record_locks_exclude_other_processes() {
+    let Some((fx, m, s)) = setup("posix-locks") else {
+        return;
+    };
+    let holder_py = format!(
+        "import fcntl,sys,time\nf=open('{m}','r+')\nfcntl.lockf(f,fcntl.LOCK_EX,4,2)\nprint('held',flush=True)\ntime.sleep(3)\n"
+    );
+    let mut holder = Command::new("python3")
+        .args(["-c", &holder_py])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    let probe = |path: &str, start: u32, len: u32| {
+        let py = format!(
+            "import fcntl\nf=open('{path}','r+')\ntry:\n fcntl.lockf(f,fcntl.LOCK_EX|fcntl.LOCK_NB,{len},{start})\n print('got')\nexcept OSError:\n print('busy')\n"
+        );
+        let o = Command::new("python3").args(["-c", &py]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(probe(&m, 2, 4), "busy", "the same range through the mount");
+    assert_eq!(probe(&s, 3, 1), "busy", "an overlapping range on the host");
+    assert_eq!(probe(&m, 6, 2), "got", "the bytes after the range");
+    holder.wait().unwrap();
+    assert_eq!(probe(&m, 2, 4), "got", "after the holder closed the file");
+    drop(fx);
+}
