@@ -164,15 +164,22 @@ impl FdCache {
             .cloned()
     }
 
-    /// Keeps a descriptor of mount `mount_id` (a duplicate of `fd`) if none is kept yet.
-    fn remember_mount(&self, mount_id: i32, fd: BorrowedFd<'_>) -> bool {
+    /// Keeps a descriptor of mount `mount_id` if none is kept yet: the directory `dir`
+    /// opened for reading (`open_by_handle_at` refuses `O_PATH` descriptors). The first node
+    /// seen on a mount is its root directory, since lookups go one component at a time; a
+    /// mount whose first node is not a directory (a file bind-mounted into the tree) gets no
+    /// handles, and its nodes keep their descriptors.
+    fn remember_mount(&self, mount_id: i32, dir: Option<BorrowedFd<'_>>) -> bool {
         let mut mounts = self.mounts.lock().unwrap_or_else(|p| p.into_inner());
         if mounts.contains_key(&mount_id) {
             return true;
         }
-        match rustix::io::fcntl_dupfd_cloexec(fd, 0) {
-            Ok(dup) => {
-                mounts.insert(mount_id, Arc::new(dup));
+        let Some(dir) = dir else { return false };
+        let _root = crate::creds::AsServer::new();
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rustix::fs::openat(dir, c".", flags, Mode::empty()) {
+            Ok(fd) => {
+                mounts.insert(mount_id, Arc::new(fd));
                 true
             }
             Err(_) => false,
@@ -253,6 +260,11 @@ impl Inodes {
         let st = rustix::fs::statat(&root, c"", AtFlags::EMPTY_PATH)?;
         let key = (st.st_dev, st.st_ino);
         let cache = Arc::new(FdCache::new(cache_fds, crate::creds::server_is_root()));
+        if cache.use_handles {
+            if let Ok(h) = FileHandle::of(root.as_fd()) {
+                cache.remember_mount(h.mount_id, Some(root.as_fd()));
+            }
+        }
         // The root keeps its descriptor: it is never looked up again.
         let inode = Arc::new_cyclic(|me| Inode {
             slot: Mutex::new(Some(Arc::new(root))),
@@ -318,7 +330,8 @@ impl Inodes {
                 }
             }
         }
-        let handle = self.handle_for(fd.as_fd());
+        let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
+        let handle = self.handle_for(fd.as_fd(), is_dir);
         let counted = handle.is_some();
         let inode = Arc::new_cyclic(|me| Inode {
             slot: Mutex::new(Some(Arc::new(fd))),
@@ -355,12 +368,14 @@ impl Inodes {
 
     /// The file handle of the inode `fd` names, when handles are in use and the file system
     /// makes them (and a descriptor of its mount is kept).
-    fn handle_for(&self, fd: BorrowedFd<'_>) -> Option<FileHandle> {
+    fn handle_for(&self, fd: BorrowedFd<'_>, is_dir: bool) -> Option<FileHandle> {
         if !self.cache.use_handles {
             return None;
         }
         let h = FileHandle::of(fd).ok()?;
-        self.cache.remember_mount(h.mount_id, fd).then_some(h)
+        self.cache
+            .remember_mount(h.mount_id, is_dir.then_some(fd))
+            .then_some(h)
     }
 
     /// Drops `n` kernel references to node `id`; the inode is closed at zero. The root stays.
