@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz run bench
+.PHONY: setup build test fuzz conformance run bench
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -13,6 +13,11 @@ build:
 test: setup
 	$(CARGO) test --workspace --release
 	$(MAKE) fuzz FUZZ_SECONDS=30
+	$(MAKE) conformance
+
+# pjdfstest (POSIX) on vecio fuse mounts: plain, --uring and --passthrough; 0 failures each.
+conformance:
+	bash scripts/conformance
 
 # The NBD request and option decoders under libFuzzer for a bounded time. cargo-fuzz comes from
 # crates.io; the stable toolchain builds the target (RUSTC_BOOTSTRAP for the -Z flags it passes,

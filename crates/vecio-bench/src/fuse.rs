@@ -131,6 +131,8 @@ pub const NATIVE: &str = "native";
 pub const VECIO_URING: &str = "vecio fuse --uring";
 /// Name of the passthrough vecio subject.
 pub const VECIO_PASSTHROUGH: &str = "vecio fuse --passthrough";
+/// Name of the vecio subject that hands `O_DIRECT` opens to the kernel too.
+pub const VECIO_PASSTHROUGH_DIRECT: &str = "vecio fuse --passthrough-direct";
 
 fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
     let vecio = |name: &str, args: &[&str]| Subject {
@@ -147,6 +149,10 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
         vecio(VECIO, &[]),
         vecio(VECIO_PER_SEGMENT, &["--max-pages", "1"]),
         vecio(VECIO_URING, &["--uring"]),
+        vecio(
+            VECIO_PASSTHROUGH_DIRECT,
+            &["--passthrough", "--passthrough-direct"],
+        ),
     ];
     for (ex, _) in libfuse {
         v.push(Subject {
@@ -368,6 +374,17 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
             got: ratio(v, cell(cells, NATIVE, op, true)),
             only_vecio_works: false,
         });
+    }
+    // The kernel serving O_DIRECT opens on the backing file (FUSE_PASSTHROUGH), when measured.
+    for op in [Op::Readv, Op::Writev] {
+        if let Some(pt) = cell(cells, VECIO_PASSTHROUGH_DIRECT, op, true) {
+            t.push(Target {
+                what: format!("{} --passthrough-direct vs native", op.name()),
+                want: 0.95,
+                got: ratio(Some(pt), cell(cells, NATIVE, op, true)),
+                only_vecio_works: false,
+            });
+        }
     }
     t
 }

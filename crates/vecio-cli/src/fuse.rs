@@ -18,7 +18,7 @@ pub struct FuseArgs {
     /// Where to mount it.
     pub mountpoint: PathBuf,
     /// Mount options, comma-separated: allow_other, default_permissions, ro, direct_io,
-    /// nosuid, nodev, noexec, noatime, fsname=NAME, subtype=NAME (repeatable).
+    /// writeback_cache, nosuid, nodev, noexec, noatime, fsname=NAME, subtype=NAME (repeatable).
     #[arg(short = 'o', value_name = "OPTIONS")]
     pub options: Vec<String>,
     /// Worker threads, each with its own /dev/fuse clone and ring (default: one per CPU).
