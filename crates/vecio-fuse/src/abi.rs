@@ -127,69 +127,120 @@ impl Opcode {
     }
 }
 
-/// `FUSE_INIT` flags (`flags` holds bits 0-31, `flags2` bits 32-63).
-#[allow(missing_docs)]
-pub mod init_flags {
-    pub const ASYNC_READ: u64 = 1 << 0;
-    pub const POSIX_LOCKS: u64 = 1 << 1;
-    pub const ATOMIC_O_TRUNC: u64 = 1 << 3;
-    pub const EXPORT_SUPPORT: u64 = 1 << 4;
-    pub const BIG_WRITES: u64 = 1 << 5;
-    pub const DONT_MASK: u64 = 1 << 6;
-    pub const FLOCK_LOCKS: u64 = 1 << 10;
-    pub const AUTO_INVAL_DATA: u64 = 1 << 12;
-    pub const DO_READDIRPLUS: u64 = 1 << 13;
-    pub const READDIRPLUS_AUTO: u64 = 1 << 14;
-    pub const ASYNC_DIO: u64 = 1 << 15;
-    pub const WRITEBACK_CACHE: u64 = 1 << 16;
-    pub const PARALLEL_DIROPS: u64 = 1 << 18;
-    pub const HANDLE_KILLPRIV: u64 = 1 << 19;
-    pub const POSIX_ACL: u64 = 1 << 20;
-    pub const ABORT_ERROR: u64 = 1 << 21;
-    pub const MAX_PAGES: u64 = 1 << 22;
-    pub const CACHE_SYMLINKS: u64 = 1 << 23;
-    pub const HANDLE_KILLPRIV_V2: u64 = 1 << 28;
-    pub const INIT_EXT: u64 = 1 << 30;
-    pub const DIRECT_IO_ALLOW_MMAP: u64 = 1 << 36;
-    pub const PASSTHROUGH: u64 = 1 << 37;
-    pub const NO_EXPORT_SUPPORT: u64 = 1 << 38;
-    pub const OVER_IO_URING: u64 = 1 << 41;
+bitflags::bitflags! {
+    /// `FUSE_INIT` flags (`flags` holds bits 0-31, `flags2` bits 32-63).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct InitFlags: u64 {
+        #[allow(missing_docs)]
+        const ASYNC_READ = 1 << 0;
+        #[allow(missing_docs)]
+        const POSIX_LOCKS = 1 << 1;
+        #[allow(missing_docs)]
+        const ATOMIC_O_TRUNC = 1 << 3;
+        #[allow(missing_docs)]
+        const EXPORT_SUPPORT = 1 << 4;
+        #[allow(missing_docs)]
+        const BIG_WRITES = 1 << 5;
+        #[allow(missing_docs)]
+        const DONT_MASK = 1 << 6;
+        #[allow(missing_docs)]
+        const FLOCK_LOCKS = 1 << 10;
+        #[allow(missing_docs)]
+        const AUTO_INVAL_DATA = 1 << 12;
+        #[allow(missing_docs)]
+        const DO_READDIRPLUS = 1 << 13;
+        #[allow(missing_docs)]
+        const READDIRPLUS_AUTO = 1 << 14;
+        #[allow(missing_docs)]
+        const ASYNC_DIO = 1 << 15;
+        #[allow(missing_docs)]
+        const WRITEBACK_CACHE = 1 << 16;
+        #[allow(missing_docs)]
+        const PARALLEL_DIROPS = 1 << 18;
+        #[allow(missing_docs)]
+        const HANDLE_KILLPRIV = 1 << 19;
+        #[allow(missing_docs)]
+        const POSIX_ACL = 1 << 20;
+        #[allow(missing_docs)]
+        const ABORT_ERROR = 1 << 21;
+        #[allow(missing_docs)]
+        const MAX_PAGES = 1 << 22;
+        #[allow(missing_docs)]
+        const CACHE_SYMLINKS = 1 << 23;
+        #[allow(missing_docs)]
+        const HANDLE_KILLPRIV_V2 = 1 << 28;
+        #[allow(missing_docs)]
+        const INIT_EXT = 1 << 30;
+        #[allow(missing_docs)]
+        const DIRECT_IO_ALLOW_MMAP = 1 << 36;
+        #[allow(missing_docs)]
+        const PASSTHROUGH = 1 << 37;
+        #[allow(missing_docs)]
+        const NO_EXPORT_SUPPORT = 1 << 38;
+        #[allow(missing_docs)]
+        const OVER_IO_URING = 1 << 41;
+    }
 }
 
-/// Flags of an `OPEN`/`CREATE` reply (`FOPEN_*`).
-#[allow(missing_docs)]
-pub mod fopen {
-    pub const DIRECT_IO: u32 = 1 << 0;
-    pub const KEEP_CACHE: u32 = 1 << 1;
-    pub const NOFLUSH: u32 = 1 << 5;
-    pub const PARALLEL_DIRECT_WRITES: u32 = 1 << 6;
-    pub const PASSTHROUGH: u32 = 1 << 7;
+bitflags::bitflags! {
+    /// Flags of an `OPEN`/`CREATE` reply (`FOPEN_*`).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct FopenFlags: u32 {
+        #[allow(missing_docs)]
+        const DIRECT_IO = 1 << 0;
+        #[allow(missing_docs)]
+        const KEEP_CACHE = 1 << 1;
+        #[allow(missing_docs)]
+        const NOFLUSH = 1 << 5;
+        #[allow(missing_docs)]
+        const PARALLEL_DIRECT_WRITES = 1 << 6;
+        #[allow(missing_docs)]
+        const PASSTHROUGH = 1 << 7;
+    }
 }
 
-/// `fuse_setattr_in.valid` bits (`FATTR_*`).
-#[allow(missing_docs)]
-pub mod fattr {
-    pub const MODE: u32 = 1 << 0;
-    pub const UID: u32 = 1 << 1;
-    pub const GID: u32 = 1 << 2;
-    pub const SIZE: u32 = 1 << 3;
-    pub const ATIME: u32 = 1 << 4;
-    pub const MTIME: u32 = 1 << 5;
-    pub const FH: u32 = 1 << 6;
-    pub const ATIME_NOW: u32 = 1 << 7;
-    pub const MTIME_NOW: u32 = 1 << 8;
-    pub const LOCKOWNER: u32 = 1 << 9;
-    pub const CTIME: u32 = 1 << 10;
-    pub const KILL_SUIDGID: u32 = 1 << 11;
+bitflags::bitflags! {
+    /// `fuse_setattr_in.valid` bits (`FATTR_*`).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct FattrFlags: u32 {
+        #[allow(missing_docs)]
+        const MODE = 1 << 0;
+        #[allow(missing_docs)]
+        const UID = 1 << 1;
+        #[allow(missing_docs)]
+        const GID = 1 << 2;
+        #[allow(missing_docs)]
+        const SIZE = 1 << 3;
+        #[allow(missing_docs)]
+        const ATIME = 1 << 4;
+        #[allow(missing_docs)]
+        const MTIME = 1 << 5;
+        #[allow(missing_docs)]
+        const FH = 1 << 6;
+        #[allow(missing_docs)]
+        const ATIME_NOW = 1 << 7;
+        #[allow(missing_docs)]
+        const MTIME_NOW = 1 << 8;
+        #[allow(missing_docs)]
+        const LOCKOWNER = 1 << 9;
+        #[allow(missing_docs)]
+        const CTIME = 1 << 10;
+        #[allow(missing_docs)]
+        const KILL_SUIDGID = 1 << 11;
+    }
 }
 
-/// `fuse_write_in.write_flags` bits (`FUSE_WRITE_*`).
-#[allow(missing_docs)]
-pub mod write_flags {
-    pub const CACHE: u32 = 1 << 0;
-    pub const LOCKOWNER: u32 = 1 << 1;
-    /// Clear setuid, and setgid when group-executable (`FUSE_HANDLE_KILLPRIV_V2`).
-    pub const KILL_SUIDGID: u32 = 1 << 2;
+bitflags::bitflags! {
+    /// `fuse_write_in.write_flags` bits (`FUSE_WRITE_*`).
+    #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct WriteFlags: u32 {
+        #[allow(missing_docs)]
+        const CACHE = 1 << 0;
+        #[allow(missing_docs)]
+        const LOCKOWNER = 1 << 1;
+        /// Clear setuid, and setgid when group-executable (`FUSE_HANDLE_KILLPRIV_V2`).
+        const KILL_SUIDGID = 1 << 2;
+    }
 }
 
 /// `fuse_open_in.open_flags`: clear setuid/setgid (an `O_TRUNC` open by a non-owner under

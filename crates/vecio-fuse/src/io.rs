@@ -8,7 +8,7 @@ use vecio::{Attempt, Batch, Engine, IoIter, RwFlags};
 
 use std::os::fd::AsFd;
 
-use crate::abi::{write_flags, ReadIn, WriteIn, WriteOut};
+use crate::abi::{ReadIn, WriteFlags, WriteIn, WriteOut};
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
 
@@ -51,7 +51,7 @@ pub fn write(
 ) -> OpResult<WriteOut> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
-    if arg.write_flags & write_flags::KILL_SUIDGID != 0 {
+    if WriteFlags::from_bits_retain(arg.write_flags).contains(WriteFlags::KILL_SUIDGID) {
         crate::ops::kill_suid_sgid(file.as_fd())?;
     }
     if payload.is_empty() {

@@ -122,7 +122,7 @@ impl Server {
                 source: e.into(),
             }
         })?);
-        if negotiated.has(crate::abi::init_flags::PASSTHROUGH) {
+        if negotiated.has(crate::abi::InitFlags::PASSTHROUGH) {
             if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
                 let _ = self.fs.dev.set(Arc::new(d));
             }
@@ -158,7 +158,7 @@ impl Server {
             workers.push(t);
         }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let rings = if negotiated.has(crate::abi::init_flags::OVER_IO_URING) {
+        let rings = if negotiated.has(crate::abi::InitFlags::OVER_IO_URING) {
             start_rings(&dev, &fs, cfg.engine, &negotiated, &stats, &stop)?
         } else {
             if cfg.uring {

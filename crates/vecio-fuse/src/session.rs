@@ -2,7 +2,7 @@
 
 use zerocopy::IntoBytes;
 
-use crate::abi::{self, init_flags as f, InitIn, InitOut};
+use crate::abi::{self, InitFlags as f, InitIn, InitOut};
 use crate::dev::{Channel, Received};
 use crate::error::{Error, Result};
 use crate::request::Request;
@@ -29,7 +29,7 @@ pub struct Negotiated {
     /// Minor protocol version in use.
     pub minor: u32,
     /// Agreed `FUSE_INIT` flags (64 bits).
-    pub flags: u64,
+    pub flags: f,
     /// Pages per request.
     pub max_pages: u16,
     /// Largest `WRITE` payload (and `READ` size).
@@ -38,8 +38,8 @@ pub struct Negotiated {
 
 impl Negotiated {
     /// True when the kernel granted `flag`.
-    pub fn has(&self, flag: u64) -> bool {
-        self.flags & flag != 0
+    pub fn has(&self, flag: f) -> bool {
+        self.flags.contains(flag)
     }
 }
 
@@ -88,9 +88,9 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
                 init.major, init.minor
             )));
         }
-        let mut kernel = init.flags as u64;
-        if kernel & f::INIT_EXT != 0 {
-            kernel |= (init.flags2 as u64) << 32;
+        let mut kernel = f::from_bits_retain(init.flags as u64);
+        if kernel.contains(f::INIT_EXT) {
+            kernel |= f::from_bits_retain((init.flags2 as u64) << 32);
         }
         let mut want = f::ASYNC_READ
             | f::BIG_WRITES
@@ -129,14 +129,14 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
             major: abi::KERNEL_VERSION,
             minor: init.minor.min(abi::KERNEL_MINOR_VERSION),
             max_readahead: init.max_readahead,
-            flags: flags as u32,
-            flags2: (flags >> 32) as u32,
+            flags: flags.bits() as u32,
+            flags2: (flags.bits() >> 32) as u32,
             max_background: 64,
             congestion_threshold: 48,
             max_write,
             time_gran: 1,
             max_pages,
-            max_stack_depth: if flags & f::PASSTHROUGH != 0 { 1 } else { 0 },
+            max_stack_depth: if flags.contains(f::PASSTHROUGH) { 1 } else { 0 },
             ..Default::default()
         };
         reply(chan, req.header.unique, &out)?;

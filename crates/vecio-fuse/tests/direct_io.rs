@@ -358,7 +358,7 @@ fn passthrough_serves_buffered_files_and_the_server_direct_ones() {
     let s = fx.finish();
     let st = &s.stats;
     eprintln!("negotiated {:?}, stats {st:?}", s.negotiated);
-    if s.negotiated.has(vecio_fuse::abi::init_flags::PASSTHROUGH) {
+    if s.negotiated.has(vecio_fuse::abi::InitFlags::PASSTHROUGH) {
         // The 1 MiB buffered write and read went to the backing file in the kernel; the
         // server saw the O_DIRECT read only.
         assert!(st.write_bytes.load(Relaxed) < 1 << 20, "{st:?}");

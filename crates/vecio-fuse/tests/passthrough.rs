@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use common::pattern;
 
 fn granted(s: &vecio_fuse::Summary) -> bool {
-    let yes = s.negotiated.has(vecio_fuse::abi::init_flags::PASSTHROUGH);
+    let yes = s.negotiated.has(vecio_fuse::abi::InitFlags::PASSTHROUGH);
     if !yes {
         eprintln!("the kernel did not grant FUSE_PASSTHROUGH: only the data was checked");
     }

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use common::{errno, pattern};
 use vecio::AlignedBuf;
-use vecio_fuse::abi::init_flags;
+use vecio_fuse::abi::InitFlags;
 
 const SEG: usize = 4096;
 
@@ -98,7 +98,7 @@ fn requests_go_through_the_rings_and_data_is_exact() {
     drop(f);
     let summary = fx.finish();
     assert!(
-        summary.negotiated.has(init_flags::OVER_IO_URING),
+        summary.negotiated.has(InitFlags::OVER_IO_URING),
         "io_uring not negotiated"
     );
     let ring = summary.stats.ring_requests.load(Relaxed);

@@ -6,7 +6,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags, Timespec, Timestam
 
 use super::Answer;
 use crate::abi::{
-    fattr, AccessIn, GetattrIn, Kstatfs, SetattrIn, Statx, StatxIn, StatxOut, SxTime, GETATTR_FH,
+    FattrFlags, AccessIn, GetattrIn, Kstatfs, SetattrIn, Statx, StatxIn, StatxOut, SxTime, GETATTR_FH,
 };
 use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
@@ -49,14 +49,15 @@ fn timestamp(set: bool, now: bool, sec: u64, nsec: u32) -> Timespec {
 /// handle; the reply carries the attributes after the change.
 pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let a: SetattrIn = body.arg()?;
+    let valid = FattrFlags::from_bits_retain(a.valid);
     let inode = fs.inodes.get(node)?;
-    let handle = if a.valid & fattr::FH != 0 {
+    let handle = if valid.contains(FattrFlags::FH) {
         fs.handles.get(a.fh).ok()
     } else {
         None
     };
     let file = handle.as_ref().and_then(|h| h.as_file().ok());
-    if a.valid & fattr::MODE != 0 {
+    if valid.contains(FattrFlags::MODE) {
         let mode = Mode::from_raw_mode(a.mode);
         match file {
             Some(f) => rustix::fs::fchmod(f.file.as_fd(), mode)?,
@@ -64,9 +65,9 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
             None => rustix::fs::chmodat(fs.proc_dir(), inode.fd()?.proc_name(), mode, AtFlags::empty())?,
         }
     }
-    if a.valid & (fattr::UID | fattr::GID) != 0 {
-        let uid = (a.valid & fattr::UID != 0).then(|| rustix::fs::Uid::from_raw(a.uid));
-        let gid = (a.valid & fattr::GID != 0).then(|| rustix::fs::Gid::from_raw(a.gid));
+    if valid.intersects(FattrFlags::UID | FattrFlags::GID) {
+        let uid = (valid.contains(FattrFlags::UID)).then(|| rustix::fs::Uid::from_raw(a.uid));
+        let gid = (valid.contains(FattrFlags::GID)).then(|| rustix::fs::Gid::from_raw(a.gid));
         rustix::fs::chownat(
             inode.fd()?,
             c"",
@@ -75,7 +76,7 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
             AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
         )?;
     }
-    if a.valid & fattr::SIZE != 0 {
+    if valid.contains(FattrFlags::SIZE) {
         // Through vecio, under the inode's range lock: a cut cannot interleave with a
         // read-modify-write of an unaligned direct write through another handle.
         match file {
@@ -87,24 +88,24 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
             }
         }
     }
-    if a.valid & fattr::KILL_SUIDGID != 0 && a.valid & fattr::MODE == 0 {
+    if valid.contains(FattrFlags::KILL_SUIDGID) && !valid.contains(FattrFlags::MODE) {
         match file {
             Some(f) => super::kill_suid_sgid(f.file.as_fd())?,
             None => super::killpriv::kill_suid_sgid_inode(fs, &inode)?,
         }
     }
-    let times = fattr::ATIME | fattr::MTIME | fattr::ATIME_NOW | fattr::MTIME_NOW;
-    if a.valid & times != 0 {
+    let times = FattrFlags::ATIME | FattrFlags::MTIME | FattrFlags::ATIME_NOW | FattrFlags::MTIME_NOW;
+    if valid.intersects(times) {
         let ts = Timestamps {
             last_access: timestamp(
-                a.valid & fattr::ATIME != 0,
-                a.valid & fattr::ATIME_NOW != 0,
+                valid.contains(FattrFlags::ATIME),
+                valid.contains(FattrFlags::ATIME_NOW),
                 a.atime,
                 a.atimensec,
             ),
             last_modification: timestamp(
-                a.valid & fattr::MTIME != 0,
-                a.valid & fattr::MTIME_NOW != 0,
+                valid.contains(FattrFlags::MTIME),
+                valid.contains(FattrFlags::MTIME_NOW),
                 a.mtime,
                 a.mtimensec,
             ),

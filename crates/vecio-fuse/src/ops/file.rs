@@ -11,7 +11,7 @@ use zerocopy::IntoBytes;
 
 use super::Answer;
 use crate::abi::{
-    fopen, CopyFileRangeIn, CreateIn, FallocateIn, FlushIn, FsyncIn, LseekIn, LseekOut, OpenIn,
+    CopyFileRangeIn, FopenFlags, CreateIn, FallocateIn, FlushIn, FsyncIn, LseekIn, LseekOut, OpenIn,
     OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_KILL_SUIDGID,
 };
 use crate::attr::from_stat;
@@ -106,19 +106,19 @@ fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd) -> OpResult<Arc<vecio::File
 /// use it too, and the kernel serves their `O_DIRECT` reads and writes on the backing file
 /// without a round trip.
 fn file_handle(fs: &Fs, inode: &Arc<Inode>, file: Arc<vecio::File>) -> (Handle, u32, i32) {
-    let mut open_flags = 0;
+    let mut open_flags = FopenFlags::empty();
     let mut backing = None;
     if fs.cfg.passthrough && (!file.is_direct() || fs.cfg.passthrough_direct) {
         backing = crate::passthrough::acquire(fs, inode, &file);
     }
     match (&backing, file.is_direct()) {
-        (Some(_), _) => open_flags |= fopen::PASSTHROUGH,
-        (None, true) => open_flags |= fopen::DIRECT_IO | fopen::PARALLEL_DIRECT_WRITES,
+        (Some(_), _) => open_flags |= FopenFlags::PASSTHROUGH,
+        (None, true) => open_flags |= FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES,
         (None, false) => {}
     }
     let id = backing.as_ref().map_or(0, |b| b.id());
     let handle = Handle::File(FileHandle { file, backing });
-    (handle, open_flags, id)
+    (handle, open_flags.bits(), id)
 }
 
 /// `OPEN`.
