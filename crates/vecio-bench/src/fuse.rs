@@ -37,6 +37,9 @@ pub struct FuseOptions {
     pub libfuse: bool,
     /// Measure buffered calls with and without FUSE_PASSTHROUGH.
     pub buffered: bool,
+    /// A `passthrough_hp` binary built from libfuse's sources, measured with and without its
+    /// passthrough (Debian's libfuse has no such example).
+    pub passthrough_hp: Option<PathBuf>,
 }
 
 impl Default for FuseOptions {
@@ -48,6 +51,7 @@ impl Default for FuseOptions {
             repeat: 3,
             libfuse: true,
             buffered: true,
+            passthrough_hp: None,
         }
     }
 }
@@ -207,7 +211,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         "vecio-libfuse-examples-{}",
         libfuse_version().unwrap_or_default()
     ));
-    let (libfuse_bins, libfuse) = if opts.libfuse {
+    let (mut libfuse_bins, libfuse) = if opts.libfuse {
         match subjects::build_libfuse_examples(&cache) {
             Ok(b) => (b, Ok(libfuse_version().unwrap_or_else(|| "unknown".into()))),
             Err(why) => (Vec::new(), Err(why)),
@@ -215,6 +219,10 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     } else {
         (Vec::new(), Err("not asked for (--no-libfuse)".into()))
     };
+    if let Some(hp) = &opts.passthrough_hp {
+        libfuse_bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
+        libfuse_bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp.clone()));
+    }
     let subjects = subjects(&libfuse_bins, opts.buffered);
     let plan = plan(&subjects, opts.buffered);
     let mut mounted = Vec::new();
@@ -333,10 +341,17 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
             got: ratio(v, cell(cells, VECIO_PER_SEGMENT, op, true)),
             only_vecio_works: false,
         });
+        // Peers of the packed path: libfuse servers whose requests reach them (not the kernel
+        // passthrough of passthrough_hp, which is --passthrough-direct's peer below).
+        let hp_pt = format!("libfuse {}", subjects::HP_PASSTHROUGH);
         let best = cells
             .iter()
             .filter(|c| {
-                c.subject.starts_with("libfuse") && c.op == op && c.direct && c.error.is_none()
+                c.subject.starts_with("libfuse")
+                    && c.subject != hp_pt
+                    && c.op == op
+                    && c.direct
+                    && c.error.is_none()
             })
             .max_by(|a, b| {
                 let m = |c: &Cell| c.mb_s.map_or(0.0, |s| s.median);
@@ -384,6 +399,15 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
                 got: ratio(Some(pt), cell(cells, NATIVE, op, true)),
                 only_vecio_works: false,
             });
+            let hp = format!("libfuse {}", subjects::HP_PASSTHROUGH);
+            if let Some(hp) = cell(cells, &hp, op, true) {
+                t.push(Target {
+                    what: format!("{} --passthrough-direct vs {}", op.name(), hp.subject),
+                    want: 1.0,
+                    got: ratio(Some(pt), Some(hp)),
+                    only_vecio_works: false,
+                });
+            }
         }
     }
     t

@@ -27,6 +27,10 @@ pub struct FuseBenchArgs {
     /// Do not build and measure the libfuse passthrough examples.
     #[arg(long)]
     pub no_libfuse: bool,
+    /// Also measure this `passthrough_hp` binary (built from libfuse's sources; Debian's
+    /// libfuse has no such example), with and without its passthrough.
+    #[arg(long, value_name = "PATH")]
+    pub libfuse_hp: Option<PathBuf>,
     /// Skip the buffered table (FUSE_PASSTHROUGH against the plain path).
     #[arg(long)]
     pub no_buffered: bool,
@@ -49,6 +53,7 @@ pub fn run(a: FuseBenchArgs) -> Result<()> {
         repeat: a.repeat.max(1),
         libfuse: !a.no_libfuse,
         buffered: !a.no_buffered,
+        passthrough_hp: a.libfuse_hp,
     };
     let exe = std::env::current_exe().context("finding the vecio binary")?;
     let report = fuse::run(&opts, &exe)?;

@@ -10,6 +10,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+/// Name of libfuse's `passthrough_hp` with its passthrough (when given a binary).
+pub const HP_PASSTHROUGH: &str = "passthrough_hp";
+/// Name of libfuse's `passthrough_hp` without its passthrough.
+pub const HP_NO_PASSTHROUGH: &str = "passthrough_hp --nopassthrough";
+
 /// Where the libfuse examples' sources are.
 pub const LIBFUSE_EXAMPLES: &str = "/usr/share/doc/libfuse3-dev/examples";
 
@@ -197,12 +202,21 @@ pub fn mount(
                 .with_context(|| format!("{example} was not built"))?;
             std::fs::create_dir_all(mountpoint)?;
             let mut cmd = Command::new(bin);
-            cmd.arg("-f");
-            // The high-level examples mirror "/", the low-level one a source directory.
-            let file = if example == "passthrough_ll" {
+            // passthrough_hp takes SOURCE MOUNTPOINT; the high-level examples mirror "/", the
+            // low-level one a source directory.
+            let file = if example.starts_with(HP_PASSTHROUGH) {
+                cmd.arg("--foreground");
+                if example == HP_NO_PASSTHROUGH {
+                    cmd.arg("--nopassthrough");
+                }
+                cmd.arg(src);
+                mountpoint.join(file_name)
+            } else if example == "passthrough_ll" {
+                cmd.arg("-f");
                 cmd.arg("-o").arg(format!("source={}", src.display()));
                 mountpoint.join(file_name)
             } else {
+                cmd.arg("-f");
                 let abs = src.join(file_name);
                 mountpoint.join(abs.strip_prefix("/").unwrap_or(&abs))
             };
