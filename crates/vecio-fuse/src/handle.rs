@@ -13,6 +13,9 @@ use crate::error::{Errno, OpResult};
 pub struct DirHandle {
     /// The directory, opened `O_RDONLY | O_DIRECTORY`.
     pub fd: Mutex<OwnedFd>,
+    /// Keeps the node's descriptor while open.
+    #[allow(dead_code)]
+    pub open: crate::inode::OpenGuard,
 }
 
 /// One open handle.
@@ -31,6 +34,10 @@ pub struct FileHandle {
     /// held for its `Drop`, which gives the share back at `RELEASE`.
     #[allow(dead_code)]
     pub backing: Option<crate::passthrough::Backing>,
+    /// Keeps the node's descriptor while open (an unlinked file cannot be reopened from its
+    /// handle).
+    #[allow(dead_code)]
+    pub open: crate::inode::OpenGuard,
 }
 
 /// The handle table, shared by every worker.
@@ -98,6 +105,9 @@ impl Handle {
 }
 
 /// A descriptor to keep: used by `DirHandle` construction.
-pub fn dir_handle(fd: OwnedFd) -> Handle {
-    Handle::Dir(DirHandle { fd: Mutex::new(fd) })
+pub fn dir_handle(fd: OwnedFd, open: crate::inode::OpenGuard) -> Handle {
+    Handle::Dir(DirHandle {
+        fd: Mutex::new(fd),
+        open,
+    })
 }

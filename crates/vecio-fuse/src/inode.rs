@@ -53,6 +53,9 @@ pub struct Inode {
     handle: Option<FileHandle>,
     /// Used since the cache last looked (CLOCK's second chance).
     referenced: AtomicBool,
+    /// Open files and directories of this node: while any is open the node keeps its
+    /// descriptor (an unlinked file cannot be reopened from its handle).
+    opens: AtomicUsize,
     cache: Arc<FdCache>,
     me: Weak<Inode>,
     /// `(st_dev, st_ino)` of the backing inode.
@@ -105,9 +108,18 @@ impl Inode {
         self.cache.installed(self.me.clone());
     }
 
-    /// Lets the descriptor go if the node has a handle to reopen it; true if it did.
+    /// Lets the descriptor go if the node has a handle to reopen it and nothing of it is
+    /// open; true if it did.
     fn release_fd(&self) -> bool {
-        self.handle.is_some() && self.lock_slot().take().is_some()
+        self.handle.is_some()
+            && self.opens.load(Ordering::Relaxed) == 0
+            && self.lock_slot().take().is_some()
+    }
+
+    /// Counts an open of this node until the returned guard is dropped.
+    pub fn opened(&self) -> OpenGuard {
+        self.opens.fetch_add(1, Ordering::Relaxed);
+        OpenGuard(self.me.upgrade())
     }
 
     /// `stat` of the inode.
@@ -117,6 +129,17 @@ impl Inode {
             c"",
             AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
         )?)
+    }
+}
+
+/// One open file or directory of a node (see [`Inode::opened`]).
+pub struct OpenGuard(Option<Arc<Inode>>);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        if let Some(inode) = &self.0 {
+            inode.opens.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -270,6 +293,7 @@ impl Inodes {
             slot: Mutex::new(Some(Arc::new(root))),
             handle: None,
             referenced: AtomicBool::new(false),
+            opens: AtomicUsize::new(0),
             cache: cache.clone(),
             me: me.clone(),
             key,
@@ -337,6 +361,7 @@ impl Inodes {
             slot: Mutex::new(Some(Arc::new(fd))),
             handle,
             referenced: AtomicBool::new(true),
+            opens: AtomicUsize::new(0),
             cache: self.cache.clone(),
             me: me.clone(),
             key,

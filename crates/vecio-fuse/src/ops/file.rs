@@ -117,7 +117,11 @@ fn file_handle(fs: &Fs, inode: &Arc<Inode>, file: Arc<vecio::File>) -> (Handle, 
         (None, false) => {}
     }
     let id = backing.as_ref().map_or(0, |b| b.id());
-    let handle = Handle::File(FileHandle { file, backing });
+    let handle = Handle::File(FileHandle {
+        file,
+        backing,
+        open: inode.opened(),
+    });
     (handle, open_flags.bits(), id)
 }
 
