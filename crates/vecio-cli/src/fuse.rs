@@ -50,7 +50,7 @@ pub struct FuseArgs {
     /// Stay in the foreground (libfuse's -f): vecio fuse always does; accepted for scripts.
     #[arg(short = 'f')]
     pub foreground: bool,
-    /// Debug log on standard error: every request (libfuse's -d; implies -f).
+    /// Debug log on standard error (libfuse's -d; the same as VECIO_LOG=debug).
     #[arg(short = 'd')]
     pub debug: bool,
     /// One worker thread (libfuse's -s): the same as --threads 1.
@@ -153,6 +153,16 @@ pub fn run(a: FuseArgs) -> Result<()> {
     if let Some(p) = a.max_pages {
         cfg.max_pages = p;
     }
+    tracing::debug!(
+        source = %a.source.display(),
+        mountpoint = %a.mountpoint.display(),
+        threads = cfg.threads,
+        max_pages = cfg.max_pages,
+        engine = cfg.engine.name(),
+        uring = cfg.uring,
+        passthrough = a.passthrough,
+        "mounting"
+    );
     let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
     let unmounter = server.unmounter();
     crate::signals::on_stop(move |sig| {
