@@ -130,9 +130,20 @@ fn cache(l: &LoopReport) -> DataTable {
         ],
     );
     for c in &l.cells {
+        // A growth below zero is the rest of the machine freeing pages meanwhile, and a share
+        // above 100% is readahead beyond the bytes moved: both are said, not printed as if
+        // they were measurements of the server.
         let med = |f: &dyn Fn(&loopdev::Sample) -> f64, scale: f64, suffix: &str| {
             c.median_of(|s| Some(f(s))).map_or(Cell::text("-"), |v| {
-                Cell::derived(v / scale, format!("{:.1}{suffix}", v / scale))
+                let v = v / scale;
+                let text = if v < -0.05 {
+                    format!("0 (noise: fell {:.1})", -v)
+                } else if suffix == "%" && v > 100.0 {
+                    format!(">100% ({v:.0}%: readahead)")
+                } else {
+                    format!("{:.1}{suffix}", v.max(0.0))
+                };
+                Cell::derived(v, text)
             })
         };
         t.rows.push(vec![
