@@ -181,7 +181,9 @@ pub fn unescape_mountinfo(field: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        let octal = b.get(i + 1..i + 4).filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match (b[i], octal) {
             (b'\\', Some(d)) => {
                 out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
@@ -235,7 +237,10 @@ impl ScratchDir {
             .prefix(&format!("vecio-{kind}-{}-", std::process::id()))
             .tempdir_in(parent)
             .with_context(|| {
-                format!("cannot create a temporary directory in {}", parent.display())
+                format!(
+                    "cannot create a temporary directory in {}",
+                    parent.display()
+                )
             })?;
         let path = dir.keep();
         let tracked = track_path(&path);
@@ -279,7 +284,10 @@ pub fn sweep_stale(parent: &Path) -> Vec<PathBuf> {
         }
         detach_mounts_under(&path);
         if std::fs::remove_dir_all(&path).is_ok() {
-            eprintln!("vecio: removed {} (left by an earlier run, process {pid})", path.display());
+            eprintln!(
+                "vecio: removed {} (left by an earlier run, process {pid})",
+                path.display()
+            );
             removed.push(path);
         }
     }

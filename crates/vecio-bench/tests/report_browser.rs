@@ -103,12 +103,25 @@ fn the_first_screen_shows_the_verdict() {
     let verdict_at = html.find("id=\"verdict\"").expect("a verdict section");
     let summary_at = html.find("id=\"summary\"").expect("a summary section");
     assert!(verdict_at < summary_at);
-    assert_eq!(html.matches("<tr data-seed=").count(), 5, "one line per document");
+    assert_eq!(
+        html.matches("<tr data-seed=").count(),
+        5,
+        "one line per document"
+    );
     let sections = vecio_bench::report::sections(&fixture()).expect("sections");
-    let met: usize = sections.iter().map(|s| s.targets.iter().filter(|t| t.met).count()).sum();
+    let met: usize = sections
+        .iter()
+        .map(|s| s.targets.iter().filter(|t| t.met).count())
+        .sum();
     let total: usize = sections.iter().map(|s| s.targets.len()).sum();
-    assert!(html.contains(&format!(">{met} of {total} targets met<")), "count");
-    assert!(!html.contains("id=\"report-check\">"), "the check is hidden from readers");
+    assert!(
+        html.contains(&format!(">{met} of {total} targets met<")),
+        "count"
+    );
+    assert!(
+        !html.contains("id=\"report-check\">"),
+        "the check is hidden from readers"
+    );
 
     let (width, height) = (1280, 900);
     let common = |profile: &str| {
@@ -120,8 +133,11 @@ fn the_first_screen_shows_the_verdict() {
             "--no-first-run",
             "--hide-scrollbars",
         ]);
-        c.arg(format!("--user-data-dir={}", dir.path().join(profile).display()))
-            .arg(format!("--window-size={width},{height}"));
+        c.arg(format!(
+            "--user-data-dir={}",
+            dir.path().join(profile).display()
+        ))
+        .arg(format!("--window-size={width},{height}"));
         c
     };
     let url = format!("file://{}", files.html.display());
@@ -137,7 +153,10 @@ fn the_first_screen_shows_the_verdict() {
         .and_then(|s| s.split('"').next())
         .and_then(|s| s.parse().ok())
         .expect("the page measured its verdict");
-    assert!(bottom <= height, "the verdict ends at {bottom} px, below the first screen");
+    assert!(
+        bottom <= height,
+        "the verdict ends at {bottom} px, below the first screen"
+    );
 
     let shot = dir.path().join("first-screen.png");
     let out = common("shot")
@@ -145,10 +164,17 @@ fn the_first_screen_shows_the_verdict() {
         .arg(&url)
         .output()
         .expect("running chromium");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let png = std::fs::read(&shot).expect("the screenshot");
     assert_eq!(png_size(&png), Some((width, height)));
-    assert!(png.len() > 20_000, "a blank screen compresses to almost nothing");
+    assert!(
+        png.len() > 20_000,
+        "a blank screen compresses to almost nothing"
+    );
     // Kept for a human to look at.
     let keep = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-first-screen.png");
     let _ = std::fs::copy(&shot, &keep);

@@ -14,7 +14,10 @@ use crate::cli::{Bench, CallcostArgs, CallcostWorkerArgs, LoopArgs, NowaitArgs, 
 /// Runs one `vecio bench` subcommand. Whatever it puts on the machine (scratch files, mounts,
 /// servers) is removed if it is stopped by SIGINT, SIGTERM or a panic.
 pub fn run(b: Bench) -> Result<()> {
-    if !matches!(b, Bench::Compare(_) | Bench::Report(_) | Bench::CallcostWorker(_)) {
+    if !matches!(
+        b,
+        Bench::Compare(_) | Bench::Report(_) | Bench::CallcostWorker(_)
+    ) {
         crate::signals::clean_up_on_stop()?;
     }
     match b {

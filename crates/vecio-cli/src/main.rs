@@ -44,8 +44,8 @@ fn main() {
 /// `vecio fuse -d`), coloured only when standard error is a terminal and `NO_COLOR` is unset.
 fn init_logging(debug: bool) {
     let default = if debug { "debug" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VECIO_LOG")
-        .unwrap_or_else(|_| default.into());
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("VECIO_LOG").unwrap_or_else(|_| default.into());
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -23,7 +23,12 @@ fn an_os_error_is_said_once_on_one_line() {
     let sock = dir.path().join("x.sock");
     let out = vecio(
         dir.path(),
-        &["nbd", missing.to_str().unwrap(), "-U", sock.to_str().unwrap()],
+        &[
+            "nbd",
+            missing.to_str().unwrap(),
+            "-U",
+            sock.to_str().unwrap(),
+        ],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -91,13 +96,25 @@ fn help_version_man_and_completions() {
     }
     let out = vecio(dir.path(), &["fuse", "--help"]);
     let help = String::from_utf8_lossy(&out.stdout);
-    for opt in ["allow_other", "default_permissions", "fsname=NAME", "-f", "-d", "-s"] {
+    for opt in [
+        "allow_other",
+        "default_permissions",
+        "fsname=NAME",
+        "-f",
+        "-d",
+        "-s",
+    ] {
         assert!(help.contains(opt), "fuse --help lacks {opt}");
     }
     let man = dir.path().join("man");
     let out = vecio(dir.path(), &["man", man.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    for page in ["vecio.1", "vecio-nbd.1", "vecio-fuse.1", "vecio-bench-writev.1"] {
+    for page in [
+        "vecio.1",
+        "vecio-nbd.1",
+        "vecio-fuse.1",
+        "vecio-bench-writev.1",
+    ] {
         let text = std::fs::read_to_string(man.join(page)).unwrap_or_default();
         assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}");
     }
@@ -117,7 +134,12 @@ fn no_colour_codes_when_not_on_a_terminal() {
     std::fs::write(&img, vec![0u8; 1 << 20]).unwrap();
     // A log line at info level and an error, both to a pipe.
     let out = Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .args(["nbd", img.to_str().unwrap(), "-U", "/nonexistent-vecio/x.sock"])
+        .args([
+            "nbd",
+            img.to_str().unwrap(),
+            "-U",
+            "/nonexistent-vecio/x.sock",
+        ])
         .env("VECIO_LOG", "debug")
         .output()
         .unwrap();
@@ -169,9 +191,7 @@ fn info_names_the_permission_it_lacked() {
     let closed = dirs
         .iter()
         .chain(std::iter::once(&dir.path().to_path_buf()))
-        .any(|d| {
-            std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0)
-        });
+        .any(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
     if closed {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
@@ -230,7 +250,12 @@ fn stop(mut child: std::process::Child) -> String {
     }
     let mut err = String::new();
     use std::io::Read;
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     err
 }
 
@@ -284,15 +309,25 @@ fn fuse_takes_libfuse_f_d_s_and_refuses_a_busy_mount_point() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("already a mount point"), "{err}");
-    assert_eq!(std::fs::read_to_string(mnt.join("hello")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(mnt.join("hello")).unwrap(),
+        "hello\n"
+    );
     stop(many);
 
     let (one, line) = mount(&src, &mnt, &["-f", "-d", "-s"]);
     assert!(line.starts_with("mounted "), "{line}");
-    assert_eq!(std::fs::read_to_string(mnt.join("hello")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(mnt.join("hello")).unwrap(),
+        "hello\n"
+    );
     let one_threads = workers_of(one.id());
     let err = stop(one);
-    assert_eq!((one_threads, many_threads), (1, 4), "workers with -s and --threads 4");
+    assert_eq!(
+        (one_threads, many_threads),
+        (1, 4),
+        "workers with -s and --threads 4"
+    );
     assert!(err.contains("DEBUG"), "-d logs at debug level: {err}");
     assert!(err.contains("threads=1"), "{err}");
     assert!(!err.contains('\x1b'), "no colour into a pipe");

@@ -140,10 +140,24 @@ fn sigint_to_bench_writev_leaves_nothing() {
     let d = dir.path().to_str().expect("utf-8 path");
     let child = start(
         dir.path(),
-        &["bench", "writev", "--dir", d, "--size", "256M", "--runtime", "2", "--repeat", "3"],
+        &[
+            "bench",
+            "writev",
+            "--dir",
+            d,
+            "--size",
+            "256M",
+            "--runtime",
+            "2",
+            "--repeat",
+            "3",
+        ],
     );
     assert!(
-        wait_for(Duration::from_secs(60), || scratch_in(dir.path(), "vecio-scratch-")),
+        wait_for(Duration::from_secs(60), || scratch_in(
+            dir.path(),
+            "vecio-scratch-"
+        )),
         "no scratch file appeared"
     );
     // Into the fill or the measurement, with fio possibly running as a child.
@@ -161,10 +175,23 @@ fn sigterm_during_the_fill_leaves_nothing() {
     let d = dir.path().to_str().expect("utf-8 path");
     let child = start(
         dir.path(),
-        &["bench", "writev", "--dir", d, "--size", "2G", "--runtime", "1", "--no-fio"],
+        &[
+            "bench",
+            "writev",
+            "--dir",
+            d,
+            "--size",
+            "2G",
+            "--runtime",
+            "1",
+            "--no-fio",
+        ],
     );
     assert!(
-        wait_for(Duration::from_secs(60), || scratch_in(dir.path(), "vecio-scratch-")),
+        wait_for(Duration::from_secs(60), || scratch_in(
+            dir.path(),
+            "vecio-scratch-"
+        )),
         "no scratch file appeared"
     );
     signal(&child, libc::SIGTERM);
@@ -188,11 +215,21 @@ fn sigint_to_bench_fuse_leaves_nothing() {
     let child = start(
         dir.path(),
         &[
-            "bench", "fuse", "--dir", d, "--size", "16M", "--runtime", "2", "--repeat", "3",
+            "bench",
+            "fuse",
+            "--dir",
+            d,
+            "--size",
+            "16M",
+            "--runtime",
+            "2",
+            "--repeat",
+            "3",
         ],
     );
     assert!(
-        wait_for(Duration::from_secs(120), || mounts_under(dir.path()).len() >= 2),
+        wait_for(Duration::from_secs(120), || mounts_under(dir.path()).len()
+            >= 2),
         "bench fuse mounted nothing"
     );
     std::thread::sleep(Duration::from_millis(500));
@@ -209,12 +246,25 @@ fn free_space_is_checked_before_writing() {
     let d = dir.path().to_str().expect("utf-8 path");
     let out = vecio(
         dir.path(),
-        &["bench", "writev", "--dir", d, "--size", "900T", "--runtime", "1"],
+        &[
+            "bench",
+            "writev",
+            "--dir",
+            d,
+            "--size",
+            "900T",
+            "--runtime",
+            "1",
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("free"), "{err}");
-    assert_eq!(leftovers(dir.path()), Vec::<PathBuf>::new(), "nothing written");
+    assert_eq!(
+        leftovers(dir.path()),
+        Vec::<PathBuf>::new(),
+        "nothing written"
+    );
 }
 
 #[test]
@@ -227,7 +277,21 @@ fn a_dead_runs_leftovers_are_swept() {
     let d = dir.path().to_str().expect("utf-8 path");
     let out = vecio(
         dir.path(),
-        &["bench", "writev", "--dir", d, "--size", "4M", "--runtime", "0.1", "--repeat", "1", "--no-fio", "--engines", "sync"],
+        &[
+            "bench",
+            "writev",
+            "--dir",
+            d,
+            "--size",
+            "4M",
+            "--runtime",
+            "0.1",
+            "--repeat",
+            "1",
+            "--no-fio",
+            "--engines",
+            "sync",
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

@@ -116,8 +116,14 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
             ]
         })
         .collect();
-    let header = ["source document", "it claimed", "vecio here", "best other program", "targets"]
-        .map(String::from);
+    let header = [
+        "source document",
+        "it claimed",
+        "vecio here",
+        "best other program",
+        "targets",
+    ]
+    .map(String::from);
     out += &table(&header, &lines);
     out += "\n## The source documents\n\n";
     let docs: Vec<Vec<String>> = sections
@@ -132,7 +138,10 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
             ])
         })
         .collect();
-    out += &table(&["seed", "date", "title and author", "claim"].map(String::from), &docs);
+    out += &table(
+        &["seed", "date", "title and author", "claim"].map(String::from),
+        &docs,
+    );
     out += "\n## Summary\n\n";
     let summary: Vec<Vec<String>> = rows
         .iter()

@@ -44,16 +44,21 @@ fn legend<DB: DrawingBackend>(
         let y = 4 + (i as u32 * KEY_LINE) as i32 + KEY_LINE as i32 / 2;
         match key {
             Key::Bar(c) => area
-                .draw(&Rectangle::new([(left, y - 5), (left + 14, y + 5)], c.filled()))
+                .draw(&Rectangle::new(
+                    [(left, y - 5), (left + 14, y + 5)],
+                    c.filled(),
+                ))
                 .map_err(err)?,
             Key::Stroke(style) => area
                 .draw(&PathElement::new(vec![(left, y), (left + 14, y)], *style))
                 .map_err(err)?,
         }
-        let font = TextStyle::from(("sans-serif", 14).into_font()).pos(plotters::style::text_anchor::Pos::new(
-            plotters::style::text_anchor::HPos::Left,
-            plotters::style::text_anchor::VPos::Center,
-        ));
+        let font = TextStyle::from(("sans-serif", 14).into_font()).pos(
+            plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ),
+        );
         area.draw(&Text::new(name.clone(), (left + 22, y), font))
             .map_err(err)?;
     }
@@ -226,7 +231,10 @@ macro_rules! bar_chart {
             .collect();
         chart
             .draw_series(marks.iter().map(|&((a, b), y)| {
-                PathElement::new(vec![(a, y.max(base)), (b, y.max(base))], MARK.stroke_width(3))
+                PathElement::new(
+                    vec![(a, y.max(base)), (b, y.max(base))],
+                    MARK.stroke_width(3),
+                )
             }))
             .map_err(err)?;
     }};

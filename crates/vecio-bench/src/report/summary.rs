@@ -113,7 +113,13 @@ pub fn render_verdict(
         "Verdict: {met} of {total} targets met (in the rows below: {} met, {} missed)\n",
         rows_marked.0, rows_marked.1
     );
-    let mut t = Table::new(["seed", "document", "vecio here", "best other program", "targets"]);
+    let mut t = Table::new([
+        "seed",
+        "document",
+        "vecio here",
+        "best other program",
+        "targets",
+    ]);
     for v in super::verdict::verdicts(sections, rows) {
         let targets = match &v.not_measured {
             Some(_) => "not measured".to_string(),

@@ -53,7 +53,8 @@ pub static PROVENANCE: [Provenance; 5] = [
     Provenance {
         id: "004",
         date: "2012-07-20",
-        author: "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
+        author:
+            "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
         claim: "32 x 4 KiB O_DIRECT writev through FUSE 107 -> 480 MB/s, readv 114 -> 569 MB/s \
                 when many segments go in one request",
     },
@@ -124,7 +125,11 @@ pub fn verdicts(sections: &[Section], rows: &[SummaryRow]) -> Vec<VerdictLine> {
             // A program's own figure (MB/s, IOPS) rather than its own ratio, where there is one.
             let own_figure = |r: &&&SummaryRow| {
                 is_real_peer(&r.peer)
-                    && !r.peer.split_whitespace().next().is_some_and(|f| f.ends_with('x'))
+                    && !r
+                        .peer
+                        .split_whitespace()
+                        .next()
+                        .is_some_and(|f| f.ends_with('x'))
             };
             let peer = mine
                 .iter()
