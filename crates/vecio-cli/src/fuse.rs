@@ -94,7 +94,11 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
 /// The mount at `path`, if something is mounted there: its source and type, from
 /// /proc/self/mountinfo.
 fn mounted_at(path: &std::path::Path) -> Option<String> {
-    let path = std::fs::canonicalize(path).ok()?;
+    // A dead FUSE mount (its server killed) fails every lookup with ENOTCONN: fall back to
+    // the absolute path so it is still found.
+    let path = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .ok()?;
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let fields: Vec<&str> = l.split(' ').collect();
