@@ -279,7 +279,11 @@ pub fn sweep_stale(parent: &Path) -> Vec<PathBuf> {
             continue;
         }
         let path = entry.path();
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let mine = std::fs::symlink_metadata(&path).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw()
+        });
+        if !mine {
             continue;
         }
         detach_mounts_under(&path);
@@ -294,14 +298,22 @@ pub fn sweep_stale(parent: &Path) -> Vec<PathBuf> {
     removed
 }
 
-/// The process id in a `vecio-KIND-PID-XXXXXX` name.
+/// The kinds of directory vecio's benchmarks create; only these are ever swept.
+pub const KINDS: [&str; 4] = ["scratch", "fuse", "callcost", "loop"];
+
+/// The process id in a `vecio-KIND-PID-XXXXXX` name: KIND one of [`KINDS`], XXXXXX the six
+/// letters and digits `tempfile` adds. Anything else is not vecio's and is never touched.
 fn stale_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("vecio-")?;
     let mut parts = rest.rsplitn(3, '-');
-    let _random = parts.next()?;
-    let pid = parts.next()?.parse::<u32>().ok()?;
+    let random = parts.next()?;
+    let pid = parts.next()?;
     let kind = parts.next()?;
-    (!kind.is_empty() && kind.chars().all(|c| c.is_ascii_lowercase())).then_some(pid)
+    let random_ok = random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric());
+    let pid_ok = !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit());
+    (random_ok && pid_ok && KINDS.contains(&kind))
+        .then(|| pid.parse().ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -311,9 +323,13 @@ mod tests {
     #[test]
     fn names_carry_their_owner() {
         assert_eq!(stale_owner("vecio-fuse-1234-AbC123"), Some(1234));
+        assert_eq!(stale_owner("vecio-loop-7-x1y2z3"), Some(7));
         assert_eq!(stale_owner("vecio-scratch-77-x-y"), None);
         assert_eq!(stale_owner("vecio-fuse-AbC123"), None);
-        assert_eq!(stale_owner("other-fuse-1-abc"), None);
+        assert_eq!(stale_owner("other-fuse-1-abcdef"), None);
+        // A user's own directory that merely looks alike is never vecio's.
+        assert_eq!(stale_owner("vecio-backup-2024-final"), None);
+        assert_eq!(stale_owner("vecio-notes-12-abcdef"), None);
     }
 
     #[test]

@@ -129,6 +129,32 @@ fn a_missing_file_is_refused_unless_create() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         assert!(!path.exists(), "{args:?} created the file");
     }
+    // With --create the file is made for the run and removed after it.
+    let out = vecio(
+        dir.path(),
+        &[
+            "bench",
+            "writev",
+            "--file",
+            p,
+            "--create",
+            "--size",
+            "4M",
+            "--runtime",
+            "0.1",
+            "--repeat",
+            "1",
+            "--no-fio",
+            "--engines",
+            "sync",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!path.exists(), "the created file is removed after the run");
     // --create without --file is a usage error too.
     let out = vecio(dir.path(), &["bench", "writev", "--create"]);
     assert_eq!(out.status.code(), Some(2));
