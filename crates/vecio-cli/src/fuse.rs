@@ -118,16 +118,33 @@ fn mounted_at(path: &std::path::Path) -> Option<String> {
 
 /// Runs `vecio fuse`.
 pub fn run(a: FuseArgs) -> Result<()> {
-    let mut mount = MountOptions::default();
-    for o in &a.options {
-        mount.parse_into(o)?;
-    }
     if let Some(what) = mounted_at(&a.mountpoint) {
         anyhow::bail!(
             "{}: already a mount point of {what}; unmount it first (fusermount3 -u {})",
             a.mountpoint.display(),
             a.mountpoint.display()
         );
+    }
+    let cfg = config(&a)?;
+    tracing::debug!(
+        source = %a.source.display(),
+        mountpoint = %a.mountpoint.display(),
+        threads = cfg.threads,
+        max_pages = cfg.max_pages,
+        engine = cfg.engine.name(),
+        uring = cfg.uring,
+        passthrough = a.passthrough,
+        "mounting"
+    );
+    let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
+    serve(server, &a)
+}
+
+/// The server's configuration from the command line.
+fn config(a: &FuseArgs) -> Result<Config> {
+    let mut mount = MountOptions::default();
+    for o in &a.options {
+        mount.parse_into(o)?;
     }
     let timeout = a.timeout;
     let mut cfg = Config {
@@ -157,17 +174,12 @@ pub fn run(a: FuseArgs) -> Result<()> {
     if let Some(p) = a.max_pages {
         cfg.max_pages = p;
     }
-    tracing::debug!(
-        source = %a.source.display(),
-        mountpoint = %a.mountpoint.display(),
-        threads = cfg.threads,
-        max_pages = cfg.max_pages,
-        engine = cfg.engine.name(),
-        uring = cfg.uring,
-        passthrough = a.passthrough,
-        "mounting"
-    );
-    let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
+    Ok(cfg)
+}
+
+/// Serves a mounted `server` until it is unmounted or signalled: the pid file, the
+/// `mounted ...` line, and the request counts at the end.
+fn serve(server: Server, a: &FuseArgs) -> Result<()> {
     let unmounter = server.unmounter();
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "unmounting");

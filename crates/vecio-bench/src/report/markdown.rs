@@ -85,19 +85,10 @@ fn section(s: &Section) -> String {
     out + "\n"
 }
 
-/// The whole document.
-pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> String {
-    let mut out = String::from("# vecio: the five source documents, re-measured\n\n");
-    if let Some(s) = &r.setup {
-        out += &format!(
-            "Measured {} UTC with vecio {}: `{}`\n\n",
-            s.date_utc, s.vecio_version, s.command
-        );
-    }
-    if r.quick {
-        out += "A quick run: short measurements on small files, a smoke test rather than a \
-                result.\n\n";
-    }
+/// The verdict (one line per source document, the sections' targets counted) and the five
+/// documents summarised.
+fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
+    let mut out = String::new();
     let (met, total) = super::verdict::target_count(sections);
     out += &format!("## Verdict: {met} of {total} targets met\n\n");
     let lines: Vec<Vec<String>> = super::verdict::verdicts(sections, rows)
@@ -142,6 +133,23 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
         &["seed", "date", "title and author", "claim"].map(String::from),
         &docs,
     );
+    out
+}
+
+/// The whole document.
+pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> String {
+    let mut out = String::from("# vecio: the five source documents, re-measured\n\n");
+    if let Some(s) = &r.setup {
+        out += &format!(
+            "Measured {} UTC with vecio {}: `{}`\n\n",
+            s.date_utc, s.vecio_version, s.command
+        );
+    }
+    if r.quick {
+        out += "A quick run: short measurements on small files, a smoke test rather than a \
+                result.\n\n";
+    }
+    out += &verdict(rows, sections);
     out += "\n## Summary\n\n";
     let summary: Vec<Vec<String>> = rows
         .iter()
