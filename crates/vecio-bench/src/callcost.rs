@@ -294,9 +294,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("vecio-callcost-")
-        .tempdir_in(&dir)?;
+    let tmp = crate::cleanup::ScratchDir::new_in("callcost", &dir)?;
     let path = tmp.path().join("page.dat");
     std::fs::write(&path, vec![0x5a_u8; 64 * 1024]).context("writing the page file")?;
     let valgrind = if opts.callgrind {

@@ -170,7 +170,10 @@ impl FioJob {
     pub fn run(&self) -> Result<FioResult> {
         let args = self.args();
         let cmdline = format!("fio {}", args.join(" "));
-        let out = Command::new("fio")
+        let mut cmd = Command::new("fio");
+        // fio writes to the scratch file: it must not outlive a stopped bench.
+        crate::cleanup::die_with_parent(&mut cmd);
+        let out = cmd
             .args(&args)
             .output()
             .with_context(|| format!("cannot start `{cmdline}` (is fio installed?)"))?;

@@ -200,9 +200,8 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("vecio-fuse-")
-        .tempdir_in(&dir)?;
+    crate::scratch::ensure_free(&dir, opts.size)?;
+    let tmp = crate::cleanup::ScratchDir::new_in("fuse", &dir)?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
     let file_name = "data";

@@ -2,6 +2,7 @@
 //! fio as a peer, scratch files, progress bars, result tables, system facts) and the
 //! experiments themselves, one per source document.
 
+pub mod cleanup;
 pub mod diskstat;
 pub mod fio;
 pub mod pagecache;

@@ -236,9 +236,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     let image = scratch.path().to_path_buf();
     let size = opts.size.min(scratch.len()) / (1 << 20) * (1 << 20);
     // Unix socket paths are limited to 108 bytes: the sockets live in the system's temp dir.
-    let sockets = tempfile::Builder::new()
-        .prefix("vecio-loop-")
-        .tempdir()
+    let sockets = crate::cleanup::ScratchDir::new_in("loop", &std::env::temp_dir())
         .context("creating a temporary directory for the sockets")?;
     let mut lab = Lab {
         vecio,

@@ -316,6 +316,11 @@ struct Files {
 
 fn prepare(opts: &NowaitOptions) -> Result<Files> {
     let total = opts.medium + 2 * opts.large;
+    let parent = match &opts.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    crate::scratch::ensure_free(&parent, total)?;
     let phase = Phase::bytes("preparing nowait files", total);
     let mut scratch = Vec::new();
     let mut base = 0;

@@ -41,7 +41,9 @@ pub struct ScratchFile {
     origin: Origin,
     filled_direct: bool,
     /// The temporary directory holding a created file; dropping it removes the directory.
-    _dir: Option<tempfile::TempDir>,
+    _dir: Option<crate::cleanup::ScratchDir>,
+    /// A created file stays registered for removal if the run is stopped.
+    _tracked: Option<crate::cleanup::Tracked>,
 }
 
 impl ScratchFile {
@@ -90,7 +92,12 @@ impl ScratchFile {
             match fs::metadata(&path) {
                 Ok(meta) => return Self::existing(path, &meta, size),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Self::create(path, None, size, progress)
+                    let parent = match path.parent() {
+                        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                        _ => PathBuf::from("."),
+                    };
+                    ensure_free(&parent, size)?;
+                    return Self::create(path, None, size, progress);
                 }
                 Err(e) => return Err(e).with_context(|| format!("cannot stat {}", path.display())),
             }
@@ -99,15 +106,8 @@ impl ScratchFile {
             Some(d) => d.to_path_buf(),
             None => std::env::current_dir().context("cannot find the current directory")?,
         };
-        let tmp = tempfile::Builder::new()
-            .prefix("vecio-scratch-")
-            .tempdir_in(&parent)
-            .with_context(|| {
-                format!(
-                    "cannot create a temporary directory in {}",
-                    parent.display()
-                )
-            })?;
+        ensure_free(&parent, size)?;
+        let tmp = crate::cleanup::ScratchDir::new_in("scratch", &parent)?;
         let path = tmp.path().join("scratch.dat");
         Self::create(path, Some(tmp), size, progress)
     }
@@ -142,17 +142,21 @@ impl ScratchFile {
             origin,
             filled_direct: false,
             _dir: None,
+            _tracked: None,
         })
     }
 
     /// Creates `path` (which must not exist) and fills it; on failure the file is removed.
     fn create(
         path: PathBuf,
-        dir: Option<tempfile::TempDir>,
+        dir: Option<crate::cleanup::ScratchDir>,
         size: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<ScratchFile> {
         let len = size.div_ceil(FILL_ALIGN as u64) * FILL_ALIGN as u64;
+        // A file in a scratch directory goes with the directory; one at the user's path is
+        // registered on its own.
+        let tracked = dir.is_none().then(|| crate::cleanup::track_path(&path));
         // From here on, dropping `file` removes what was created, even on error.
         let mut file = ScratchFile {
             path,
@@ -160,6 +164,7 @@ impl ScratchFile {
             origin: Origin::Created,
             filled_direct: false,
             _dir: dir,
+            _tracked: tracked,
         };
         file.filled_direct = fill(&file.path, len, progress)
             .with_context(|| format!("cannot fill scratch file {}", file.path.display()))?;
@@ -202,6 +207,31 @@ impl Drop for ScratchFile {
         }
         // `self._dir`, if any, removes the temporary directory when dropped after this.
     }
+}
+
+/// Room kept free beside a scratch file: the filesystem's own metadata and the rest of the
+/// machine need some too.
+pub const FREE_MARGIN: u64 = 64 << 20;
+
+/// Fails, before anything is written, unless the filesystem holding `dir` has room for
+/// `bytes` more plus [`FREE_MARGIN`] (`statvfs(2)`: blocks available to this user).
+pub fn ensure_free(dir: &Path, bytes: u64) -> Result<()> {
+    let st = rustix::fs::statvfs(dir)
+        .map_err(io::Error::from)
+        .with_context(|| format!("cannot read the free space of {}", dir.display()))?;
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    let need = bytes.saturating_add(FREE_MARGIN);
+    if free < need {
+        bail!(
+            "{} has {} free but the scratch files need {} (and {} to spare); free some space, \
+             give a smaller --size or another --dir",
+            dir.display(),
+            indicatif::HumanBytes(free),
+            indicatif::HumanBytes(bytes),
+            indicatif::HumanBytes(FREE_MARGIN)
+        );
+    }
+    Ok(())
 }
 
 /// Creates `path` and writes `len` random bytes (a multiple of [`FILL_ALIGN`]) in

@@ -13,7 +13,6 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,6 +41,8 @@ pub struct ServerProcess {
     socket: PathBuf,
     /// Its standard output and error.
     log: PathBuf,
+    /// Registered to be stopped if the run is stopped.
+    _tracked: crate::cleanup::Tracked,
 }
 
 impl ServerProcess {
@@ -57,25 +58,18 @@ impl ServerProcess {
             .with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone().context("duplicating the log file")?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-        // SAFETY: the closure runs in the child between fork and exec and only calls prctl(2),
-        // which is async-signal-safe; it allocates nothing and touches no lock.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::cleanup::die_with_parent(&mut cmd);
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {name}"))?;
+        let tracked = crate::cleanup::track_child(child.id());
         // From here on, dropping `server` stops the process, whatever goes wrong.
         let mut server = ServerProcess {
             child: Some(child),
             name,
             socket: socket.to_path_buf(),
             log: log.to_path_buf(),
+            _tracked: tracked,
         };
         server.wait_listening()?;
         Ok(server)

@@ -260,3 +260,27 @@ fn summary_marks_misses() {
         Cell::Num { json: None, .. }
     ));
 }
+
+#[test]
+fn page_cache_shares_are_never_negative_nor_above_all() {
+    let sections = report::sections(&fixture()).expect("sections");
+    let cache = sections[1]
+        .tables
+        .iter()
+        .find(|t| t.title.starts_with("Page-cache growth"))
+        .expect("the page-cache table");
+    let mut noise = 0;
+    for row in &cache.rows {
+        for c in row.iter().skip(2) {
+            let shown = c.shown();
+            assert!(!shown.starts_with('-') || shown == "-", "negative: {shown}");
+            if let Some(pct) = shown.strip_suffix('%') {
+                let v: f64 = pct.parse().expect("a share");
+                assert!((0.0..=100.0).contains(&v), "impossible share: {shown}");
+            }
+            noise += usize::from(shown.contains("noise"));
+        }
+    }
+    // The fixture holds runs where the machine's Cached fell: they are said to be noise.
+    assert!(noise > 0);
+}

@@ -1,7 +1,6 @@
 //! `vecio bench`: runs experiments, prints their tables, writes JSON.
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -12,8 +11,15 @@ use vecio_bench::writev::{self, WritevOptions};
 
 use crate::cli::{Bench, CallcostArgs, CallcostWorkerArgs, LoopArgs, NowaitArgs, WritevArgs};
 
-/// Runs one `vecio bench` subcommand.
+/// Runs one `vecio bench` subcommand. Whatever it puts on the machine (scratch files, mounts,
+/// servers) is removed if it is stopped by SIGINT, SIGTERM or a panic.
 pub fn run(b: Bench) -> Result<()> {
+    if !matches!(
+        b,
+        Bench::Compare(_) | Bench::Report(_) | Bench::CallcostWorker(_)
+    ) {
+        crate::signals::clean_up_on_stop()?;
+    }
     match b {
         Bench::Writev(a) => bench_writev(a),
         Bench::Nowait(a) => bench_nowait(a),
@@ -27,11 +33,25 @@ pub fn run(b: Bench) -> Result<()> {
     }
 }
 
-fn runtime(secs: f64) -> Result<Duration> {
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .with_context(|| format!("--runtime {secs}: want a positive number of seconds"))
+/// Refuses a `--file` that does not exist unless `--create` was given: a typo in a device
+/// name must not turn into a gigabyte-sized file beside it.
+pub fn check_file(file: Option<&PathBuf>, create: bool) -> Result<()> {
+    let Some(path) = file else {
+        return Ok(());
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {
+            Err(crate::cli::UsageError(format!(
+                "--file {}: no such file; give --create to have vecio create it for this run \
+                 (and remove it afterwards)",
+                path.display()
+            ))
+            .into())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("--file {}", path.display())),
+    }
 }
 
 fn write_json<T: Serialize>(path: Option<&Path>, value: &T) -> Result<()> {
@@ -44,12 +64,13 @@ fn write_json<T: Serialize>(path: Option<&Path>, value: &T) -> Result<()> {
 }
 
 fn bench_writev(a: WritevArgs) -> Result<()> {
+    check_file(a.common.file.as_ref(), a.common.create)?;
     let opts = WritevOptions {
         file: a.common.file,
         dir: a.common.dir,
         size: a.size,
-        runtime: runtime(a.common.runtime)?,
-        repeat: a.common.repeat.max(1),
+        runtime: a.common.runtime,
+        repeat: a.common.repeat,
         read_only: a.read_only,
         fio: !a.common.no_fio,
         engines: a.engines,
@@ -64,10 +85,10 @@ fn bench_nowait(a: NowaitArgs) -> Result<()> {
         dir: a.dir,
         medium: a.medium,
         large: a.size,
-        runtime: runtime(a.runtime)?,
-        repeat: a.repeat.max(1),
-        depth: a.depth.max(1),
-        threads: a.threads.max(1),
+        runtime: a.runtime,
+        repeat: a.repeat,
+        depth: a.depth,
+        threads: a.threads,
     };
     let report = nowait::run(&opts)?;
     print!("{}", nowait::render(&report));
@@ -77,8 +98,8 @@ fn bench_nowait(a: NowaitArgs) -> Result<()> {
 fn bench_callcost(a: CallcostArgs) -> Result<()> {
     let opts = CallcostOptions {
         dir: a.dir,
-        runtime: runtime(a.runtime)?,
-        repeat: a.repeat.max(1),
+        runtime: a.runtime,
+        repeat: a.repeat,
         callgrind: !a.no_callgrind,
     };
     let exe = std::env::current_exe().ok();
@@ -94,12 +115,13 @@ fn callcost_worker(a: CallcostWorkerArgs) -> Result<()> {
 }
 
 fn bench_loop(a: LoopArgs) -> Result<()> {
+    check_file(a.file.as_ref(), a.create)?;
     let opts = LoopOptions {
         file: a.file,
         dir: a.dir,
         size: a.size,
-        runtime: runtime(a.runtime)?,
-        repeat: a.repeat.max(1),
+        runtime: a.runtime,
+        repeat: a.repeat,
     };
     let exe = std::env::current_exe().context("finding the vecio binary")?;
     let report = loopdev::run(&opts, &exe)?;

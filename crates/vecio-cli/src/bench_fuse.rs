@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use vecio_bench::fuse::{self, FuseOptions};
 
-use crate::size::parse_size;
+use crate::size::{parse_seconds, parse_size};
 
 /// Options of `vecio bench fuse`.
 #[derive(Args, Debug, Clone)]
@@ -19,10 +19,10 @@ pub struct FuseBenchArgs {
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     pub size: u64,
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 5.0)]
-    pub runtime: f64,
+    #[arg(long, default_value = "5", value_parser = parse_seconds)]
+    pub runtime: std::time::Duration,
     /// Repetitions (the spread in the tables comes from these).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Do not build and measure the libfuse passthrough examples.
     #[arg(long)]
@@ -44,13 +44,8 @@ pub fn run(a: FuseBenchArgs) -> Result<()> {
     let opts = FuseOptions {
         dir: a.dir,
         size: a.size,
-        runtime: std::time::Duration::try_from_secs_f64(a.runtime)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .with_context(|| {
-                format!("--runtime {}: want a positive number of seconds", a.runtime)
-            })?,
-        repeat: a.repeat.max(1),
+        runtime: a.runtime,
+        repeat: a.repeat,
         libfuse: !a.no_libfuse,
         buffered: !a.no_buffered,
         passthrough_hp: a.libfuse_hp,

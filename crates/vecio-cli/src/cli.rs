@@ -1,14 +1,41 @@
-//! The command line: `vecio bench ...`, `vecio nbd ...`, `vecio info ...`.
+//! The command line: `vecio bench ...`, `vecio nbd ...`, `vecio fuse ...`, `vecio info ...`,
+//! and the hidden `vecio man` and `vecio completions` that write its manual pages and shell
+//! completions.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::size::parse_size;
+use crate::size::{parse_count, parse_seconds, parse_size};
+
+/// An error in what the user asked for, found after the command line was parsed: vecio exits
+/// with status 2 for it, as for a parse error.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 /// vecio: the Linux vectored-I/O design in user space, and the measurements that prove it.
 #[derive(Parser, Debug)]
-#[command(name = "vecio", version, about)]
+#[command(
+    name = "vecio",
+    version,
+    propagate_version = true,
+    about = "Vectored I/O for user space: the vecio nbd and vecio fuse servers, \
+             vecio bench and vecio info",
+    long_about = "vecio brings the Linux kernel's vectored-I/O design to user space. \
+                  `vecio nbd` serves a file or block device over NBD (the loop device in user \
+                  space); `vecio fuse` mounts a passthrough view of a directory over FUSE with \
+                  large scatter-gather direct I/O; `vecio bench` re-measures the five source \
+                  documents' results beside fio, qemu-nbd, nbdkit and libfuse; `vecio info` \
+                  says what the kernel allows on a file or device."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -29,6 +56,12 @@ pub enum Command {
     /// alignment, which flags (O_DIRECT, RWF_NOWAIT, RWF_DSYNC, RWF_DONTCACHE) and io_uring work,
     /// page-cache residency, the block queue behind it.
     Info(crate::info::InfoArgs),
+    /// Writes vecio's manual pages (vecio.1, vecio-nbd.1, ...) into a directory.
+    #[command(hide = true)]
+    Man(crate::docs::ManArgs),
+    /// Prints a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(hide = true)]
+    Completions(crate::docs::CompletionsArgs),
 }
 
 /// The experiments.
@@ -64,15 +97,18 @@ pub struct Common {
     /// --read-only). Default: a scratch file in a temporary directory.
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// Create --file when it does not exist (filled, then removed when the run ends).
+    #[arg(long, requires = "file")]
+    pub create: bool,
     /// Directory for the scratch file (default: the current directory; tmpfs is no good for
     /// direct I/O).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 5.0)]
-    pub runtime: f64,
+    #[arg(long, default_value = "5", value_parser = parse_seconds)]
+    pub runtime: std::time::Duration,
     /// Repetitions (the spread in the tables comes from these).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Write every figure to this JSON file.
     #[arg(long)]
@@ -105,6 +141,9 @@ pub struct LoopArgs {
     /// a temporary directory.
     #[arg(long, conflicts_with = "dir")]
     pub file: Option<PathBuf>,
+    /// Create --file when it does not exist (filled, then removed when the run ends).
+    #[arg(long, requires = "file")]
+    pub create: bool,
     /// Directory for the scratch image (default: the current directory; tmpfs is no good for
     /// direct I/O).
     #[arg(long)]
@@ -113,10 +152,10 @@ pub struct LoopArgs {
     #[arg(long, default_value = "1G", value_parser = parse_size)]
     pub size: u64,
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 5.0)]
-    pub runtime: f64,
+    #[arg(long, default_value = "5", value_parser = parse_seconds)]
+    pub runtime: std::time::Duration,
     /// Repetitions (the spread in the tables comes from these).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Write every figure to this JSON file.
     #[arg(long)]
@@ -142,13 +181,13 @@ pub struct AllArgs {
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Seconds per measurement, overriding the preset (callcost's at most 1 s).
-    #[arg(long)]
-    pub runtime: Option<f64>,
+    #[arg(long, value_parser = parse_seconds)]
+    pub runtime: Option<std::time::Duration>,
     /// Bytes of each scratch file, overriding the preset (k, M, G suffixes).
     #[arg(long, value_parser = parse_size)]
     pub size: Option<u64>,
     /// Repetitions, overriding the preset.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: Option<u32>,
     /// Do not count instructions with callgrind.
     #[arg(long)]
@@ -168,16 +207,16 @@ pub struct NowaitArgs {
     #[arg(long, default_value = "256M", value_parser = parse_size)]
     pub medium: u64,
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 5.0)]
-    pub runtime: f64,
+    #[arg(long, default_value = "5", value_parser = parse_seconds)]
+    pub runtime: std::time::Duration,
     /// Repetitions.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Reads the event loop keeps in flight.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
     pub depth: usize,
     /// Worker threads of the pool.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = parse_count)]
     pub threads: usize,
     /// Write every figure to this JSON file.
     #[arg(long)]
@@ -191,10 +230,10 @@ pub struct CallcostArgs {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 1.0)]
-    pub runtime: f64,
+    #[arg(long, default_value = "1", value_parser = parse_seconds)]
+    pub runtime: std::time::Duration,
     /// Repetitions.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Do not count instructions with callgrind.
     #[arg(long)]

@@ -2,6 +2,9 @@
 //! until it is unmounted (`fusermount3 -u`, `umount`) or signalled (SIGINT/SIGTERM unmount
 //! it cleanly). Once mounted, one line goes to standard output (`mounted SOURCE on MOUNTPOINT`)
 //! after the pid file is written: either tells a script the mount is ready.
+//!
+//! libfuse's common options are understood: `-f` (vecio always stays in the foreground),
+//! `-d` (debug log), `-s` (one worker thread) and `-o` lists.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,6 +13,29 @@ use anyhow::{Context, Result};
 use clap::Args;
 use vecio_fuse::{Config, MountOptions, Server};
 
+/// The `-o` options `vecio fuse` understands, as `--help` lists them.
+const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
+  allow_other            let other users in (root, or user_allow_other in /etc/fuse.conf)
+  default_permissions    the kernel checks permissions from the file modes
+  ro, rw                 read-only / read-write mount
+  direct_io              every open bypasses the page cache
+  writeback_cache        the kernel caches writes (no_writeback_cache: off)
+  nosuid, suid           ignore / honour set-user-id bits
+  nodev, dev             ignore / honour device files
+  noexec, exec           forbid / allow running programs
+  noatime, atime, relatime   access-time updates
+  dirsync                directory changes are synchronous
+  fsname=NAME            the source column of the mount table
+  subtype=NAME           the type shown as fuse.NAME";
+
+/// Checks one `-o` list while the command line is parsed, so a typo is a usage error.
+fn parse_mount_options(list: &str) -> Result<String, String> {
+    MountOptions::default()
+        .parse_into(list)
+        .map(|()| list.to_string())
+        .map_err(|e| e.to_string())
+}
+
 /// Options of `vecio fuse`.
 #[derive(Args, Debug, Clone)]
 pub struct FuseArgs {
@@ -17,16 +43,25 @@ pub struct FuseArgs {
     pub source: PathBuf,
     /// Where to mount it.
     pub mountpoint: PathBuf,
-    /// Mount options, comma-separated: allow_other, default_permissions, ro, direct_io,
-    /// writeback_cache, nosuid, nodev, noexec, noatime, fsname=NAME, subtype=NAME (repeatable).
-    #[arg(short = 'o', value_name = "OPTIONS")]
+    #[arg(short = 'o', value_name = "OPTIONS", value_parser = parse_mount_options,
+          help = "Mount options, comma-separated (repeatable); see --help",
+          long_help = MOUNT_OPTIONS_HELP)]
     pub options: Vec<String>,
+    /// Stay in the foreground (libfuse's -f): vecio fuse always does; accepted for scripts.
+    #[arg(short = 'f')]
+    pub foreground: bool,
+    /// Debug log on standard error (libfuse's -d; the same as VECIO_LOG=debug).
+    #[arg(short = 'd')]
+    pub debug: bool,
+    /// One worker thread (libfuse's -s): the same as --threads 1.
+    #[arg(short = 's', conflicts_with = "threads")]
+    pub single_thread: bool,
     /// Worker threads, each with its own /dev/fuse clone and ring (default: one per CPU).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::size::parse_count)]
     pub threads: Option<usize>,
     /// Pages per FUSE request (1 = one request per 4 KiB segment, the behaviour before
     /// scatter-gather packing; default: the kernel's limit, 256 = 1 MiB).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_pages: Option<u16>,
     /// Engine each worker submits READ and WRITE with: uring, sync, serial.
     #[arg(long, default_value = "uring")]
@@ -43,23 +78,79 @@ pub struct FuseArgs {
     /// Needs the fuse module's enable_uring parameter; as root, vecio turns it on (and says so).
     #[arg(long)]
     pub uring: bool,
-    /// Seconds the kernel may cache names and attributes.
-    #[arg(long, default_value_t = 1.0)]
-    pub timeout: f64,
+    /// Seconds the kernel may cache names and attributes (0: none).
+    #[arg(long, default_value = "1", value_parser = parse_timeout)]
+    pub timeout: std::time::Duration,
     /// Write the process id to this file once mounted.
     #[arg(long)]
     pub pid_file: Option<PathBuf>,
 }
 
+/// Parses a number of seconds, zero allowed.
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|f| std::time::Duration::try_from_secs_f64(f).ok())
+        .ok_or_else(|| format!("{s:?} is not a number of seconds"))
+}
+
+/// The mount at `path`, if something is mounted there: its source and type, from
+/// /proc/self/mountinfo.
+fn mounted_at(path: &std::path::Path) -> Option<String> {
+    // A dead FUSE mount (its server killed) fails every lookup with ENOTCONN: fall back to
+    // the absolute path so it is still found.
+    let path = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .ok()?;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let fields: Vec<&str> = l.split(' ').collect();
+        let point = vecio_bench::cleanup::unescape_mountinfo(fields.get(4)?);
+        if std::path::Path::new(&point) != path {
+            return None;
+        }
+        // After the optional fields' "-" separator: type, source.
+        let dash = fields.iter().position(|f| *f == "-")?;
+        Some(format!(
+            "{} ({})",
+            fields.get(dash + 2).unwrap_or(&"?"),
+            fields.get(dash + 1).unwrap_or(&"?")
+        ))
+    })
+}
+
 /// Runs `vecio fuse`.
 pub fn run(a: FuseArgs) -> Result<()> {
+    if let Some(what) = mounted_at(&a.mountpoint) {
+        anyhow::bail!(
+            "{}: already a mount point of {what}; unmount it first (fusermount3 -u {})",
+            a.mountpoint.display(),
+            a.mountpoint.display()
+        );
+    }
+    let cfg = config(&a)?;
+    tracing::debug!(
+        source = %a.source.display(),
+        mountpoint = %a.mountpoint.display(),
+        threads = cfg.threads,
+        max_pages = cfg.max_pages,
+        engine = cfg.engine.name(),
+        uring = cfg.uring,
+        passthrough = a.passthrough,
+        "mounting"
+    );
+    let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
+    serve(server, &a)
+}
+
+/// The server's configuration from the command line.
+fn config(a: &FuseArgs) -> Result<Config> {
     let mut mount = MountOptions::default();
     for o in &a.options {
         mount.parse_into(o)?;
     }
-    let timeout = std::time::Duration::try_from_secs_f64(a.timeout)
-        .ok()
-        .with_context(|| format!("--timeout {}: want a number of seconds", a.timeout))?;
+    let timeout = a.timeout;
     let mut cfg = Config {
         mount,
         engine: a.engine,
@@ -82,11 +173,18 @@ pub fn run(a: FuseArgs) -> Result<()> {
     if let Some(t) = a.threads {
         cfg.threads = t;
     }
+    if a.single_thread {
+        cfg.threads = 1;
+    }
     if let Some(p) = a.max_pages {
-        anyhow::ensure!(p >= 1, "--max-pages must be at least 1");
         cfg.max_pages = p;
     }
-    let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
+    Ok(cfg)
+}
+
+/// Serves a mounted `server` until it is unmounted or signalled: the pid file, the
+/// `mounted ...` line, and the request counts at the end.
+fn serve(server: Server, a: &FuseArgs) -> Result<()> {
     let unmounter = server.unmounter();
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "unmounting");

@@ -2,7 +2,6 @@
 //! summary, the HTML/Markdown/JSON report, and run-to-run comparison.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -34,23 +33,14 @@ pub struct ReportArgs {
 /// Runs every experiment, prints the summary, writes the JSON and the report. Exits 1 when an
 /// experiment failed (one left out for a missing tool is not a failure).
 pub fn bench_all(a: AllArgs) -> Result<()> {
-    let runtime = match a.runtime {
-        Some(s) => Some(
-            Duration::try_from_secs_f64(s)
-                .ok()
-                .filter(|d| !d.is_zero())
-                .with_context(|| format!("--runtime {s}: want a positive number of seconds"))?,
-        ),
-        None => None,
-    };
     let opts = AllOptions {
         quick: a.quick,
         dir: a.dir,
         no_fio: a.no_fio,
         no_callgrind: a.no_callgrind,
-        runtime,
+        runtime: a.runtime,
         size: a.size,
-        repeat: a.repeat.map(|r| r.max(1)),
+        repeat: a.repeat,
     };
     let exe = std::env::current_exe().context("finding the vecio binary")?;
     let results = all::run(&opts, &exe);

@@ -1,7 +1,38 @@
-//! Byte sizes on the command line: `4096`, `4k`, `256M`, `1G`, `1GiB` (powers of 1024).
+//! Numbers on the command line: byte sizes (`4096`, `4k`, `256M`, `1G`, `1GiB`, powers of
+//! 1024), counts and seconds. Each parser refuses zero, so clap reports it as a usage error
+//! (exit status 2) before anything runs.
+
+use std::time::Duration;
+
+/// Parses a size such as `1G` or `512k` (binary units) into bytes; zero is refused.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    match parse_bytes(s)? {
+        0 => Err("a size of zero bytes measures nothing".into()),
+        n => Ok(n),
+    }
+}
+
+/// Parses a count of at least one (threads, requests in flight).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
+}
+
+/// Parses a positive number of seconds (`5`, `0.5`).
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|f| Duration::try_from_secs_f64(f).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not a positive number of seconds"))
+}
 
 /// Parses a size such as `1G` or `512k` (binary units) into bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -37,5 +68,21 @@ mod tests {
         assert!(parse_size("1Q").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("99999999999T").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("0G").is_err());
+    }
+
+    #[test]
+    fn counts_and_seconds() {
+        assert_eq!(super::parse_count("4"), Ok(4));
+        assert!(super::parse_count("0").is_err());
+        assert!(super::parse_count("-1").is_err());
+        assert_eq!(
+            super::parse_seconds("0.5"),
+            Ok(std::time::Duration::from_millis(500))
+        );
+        assert!(super::parse_seconds("0").is_err());
+        assert!(super::parse_seconds("-2").is_err());
+        assert!(super::parse_seconds("nan").is_err());
     }
 }

@@ -205,7 +205,7 @@ fn bad_arguments_exit_2_and_failures_exit_1_with_one_line() {
         &[
             "bench",
             "writev",
-            "--file",
+            "--dir",
             "/nonexistent/dir/x",
             "--size",
             "16M",

@@ -283,7 +283,7 @@ fn refused(args: &[&str], mnt: &Path, code: i32, needle: &str) {
 }
 
 #[test]
-fn bad_input_exits_1_with_one_line() {
+fn bad_input_exits_1_with_one_line_and_usage_errors_2() {
     if skip("bad_input") {
         return;
     }
@@ -295,16 +295,16 @@ fn bad_input_exits_1_with_one_line() {
     let missing = dir.path().join("missing");
     let missing = missing.to_str().unwrap();
 
-    refused(&["-o", "allow_otter", s, m], &mnt, 1, "allow_otter");
-    refused(&["-o", "ro,fsname=", s, m], &mnt, 1, "fsname=");
+    refused(&["-o", "allow_otter", s, m], &mnt, 2, "allow_otter");
+    refused(&["-o", "ro,fsname=", s, m], &mnt, 2, "fsname=");
     refused(&[s, f], &mnt, 1, "not a directory");
     refused(&[s, missing], &mnt, 1, missing);
     refused(&[missing, m], &mnt, 1, missing);
-    refused(&["--threads", "0", s, m], &mnt, 1, "--threads");
-    refused(&["--max-pages", "0", s, m], &mnt, 1, "--max-pages");
-    refused(&["--timeout=-1", s, m], &mnt, 1, "--timeout");
-    refused(&["--timeout", "nan", s, m], &mnt, 1, "--timeout");
-    // Usage errors are clap's: exit 2.
+    // Usage errors exit 2, whether clap finds them or a value's own check does.
+    refused(&["--threads", "0", s, m], &mnt, 2, "--threads");
+    refused(&["--max-pages", "0", s, m], &mnt, 2, "--max-pages");
+    refused(&["--timeout=-1", s, m], &mnt, 2, "--timeout");
+    refused(&["--timeout", "nan", s, m], &mnt, 2, "--timeout");
     refused(&[s], &mnt, 2, "MOUNTPOINT");
     refused(&["--engine", "warp", s, m], &mnt, 2, "warp");
 }

@@ -50,6 +50,8 @@ pub struct Mounted {
     pub file: PathBuf,
     mountpoint: Option<PathBuf>,
     child: Option<Child>,
+    /// The server, registered to be stopped if the run is stopped.
+    _tracked: Option<crate::cleanup::Tracked>,
 }
 
 impl Mounted {
@@ -137,17 +139,22 @@ pub fn build_libfuse_examples(cache: &Path) -> std::result::Result<Vec<(String, 
     for ex in ["passthrough", "passthrough_fh", "passthrough_ll"] {
         let out = cache.join(ex);
         if !out.exists() {
+            // Built under a name of its own, then renamed: a build that was stopped halfway
+            // never leaves a truncated binary for the next run to trust.
+            let partial = cache.join(format!(".{ex}.{}", std::process::id()));
             let st = Command::new("gcc")
                 .args(["-O2", "-Wall", "-o"])
-                .arg(&out)
+                .arg(&partial)
                 .arg(src.join(format!("{ex}.c")))
                 .args(&flags)
                 .stderr(Stdio::null())
                 .status()
                 .map_err(|e| format!("gcc: {e}"))?;
             if !st.success() {
+                let _ = std::fs::remove_file(&partial);
                 return Err(format!("gcc could not build {ex}.c"));
             }
+            std::fs::rename(&partial, &out).map_err(|e| format!("{}: {e}", out.display()))?;
         }
         built.push((ex.to_string(), out));
     }
@@ -168,10 +175,13 @@ pub fn mount(
             file: src.join(file_name),
             mountpoint: None,
             child: None,
+            _tracked: None,
         }),
         Kind::Vecio { args } => {
             std::fs::create_dir_all(mountpoint)?;
-            let mut child = Command::new(exe)
+            let mut cmd = Command::new(exe);
+            crate::cleanup::die_with_parent(&mut cmd);
+            let mut child = cmd
                 .arg("fuse")
                 .arg(src)
                 .arg(mountpoint)
@@ -180,6 +190,7 @@ pub fn mount(
                 .stderr(Stdio::inherit())
                 .spawn()
                 .context("starting vecio fuse")?;
+            let tracked = crate::cleanup::track_child(child.id());
             let stdout = child.stdout.take().context("vecio fuse stdout")?;
             let mut line = String::new();
             BufReader::new(stdout).read_line(&mut line)?;
@@ -192,6 +203,7 @@ pub fn mount(
                 file: mountpoint.join(file_name),
                 mountpoint: Some(mountpoint.to_path_buf()),
                 child: Some(child),
+                _tracked: Some(tracked),
             })
         }
         Kind::Libfuse { example } => {
@@ -202,6 +214,7 @@ pub fn mount(
                 .with_context(|| format!("{example} was not built"))?;
             std::fs::create_dir_all(mountpoint)?;
             let mut cmd = Command::new(bin);
+            crate::cleanup::die_with_parent(&mut cmd);
             // passthrough_hp takes SOURCE MOUNTPOINT; the high-level examples mirror "/", the
             // low-level one a source directory.
             let file = if example.starts_with(HP_PASSTHROUGH) {
@@ -226,10 +239,12 @@ pub fn mount(
                 .stderr(Stdio::null())
                 .spawn()
                 .with_context(|| format!("starting {example}"))?;
+            let tracked = crate::cleanup::track_child(child.id());
             let mut m = Mounted {
                 file,
                 mountpoint: Some(mountpoint.to_path_buf()),
                 child: Some(child),
+                _tracked: Some(tracked),
             };
             let deadline = Instant::now() + Duration::from_secs(10);
             while !is_mounted(mountpoint) {

@@ -10,6 +10,7 @@
 //! A block device's write probes rewrite its first block with its own bytes, and only when the
 //! caller asks ([`InfoOptions::write_device`]) and the device is not in use (`O_EXCL`).
 
+mod access;
 mod device;
 mod probes;
 mod residency;
@@ -90,8 +91,13 @@ pub struct FileInfo {
     pub fs: Option<String>,
     /// The mount holding it, `None` for a block device.
     pub mount: Option<MountPoint>,
-    /// Direct-I/O alignment, as vecio's `File` learns it at open.
+    /// Direct-I/O alignment, as vecio's `File` learns it at open; `None` when it could not
+    /// open the file, or when the kernel refuses `O_DIRECT` on it (then there is none).
     pub dio_align: Option<Alignment>,
+    /// Why the path cannot be opened for reading (the errno and the permission lacking);
+    /// `None` when it opens.
+    #[serde(default)]
+    pub access: Option<String>,
     /// What the kernel did with each flag and interface.
     pub capabilities: Capabilities,
     /// Where the read and write probes ran.
@@ -160,16 +166,23 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
         .ok()
         .map(|f| alignment(f.dio_align()));
     let (capabilities, writes) = probes::run(&read_path, kind, probe_file.as_ref(), opts);
+    // An alignment vecio assumed is no alignment at all where the kernel refuses O_DIRECT.
+    let dio_align = dio_align.filter(|_| capabilities.o_direct.outcome.accepted() != Some(false));
+    let access = access::open_refusal(&read_path, &meta);
     Ok(FileInfo {
         path: path.display().to_string(),
         kind,
         size: match kind {
             Kind::Directory => 0,
-            _ => page_cache.map_or(meta.len(), |r| r.total),
+            _ => page_cache
+                .map(|r| r.total)
+                .or_else(|| access::device_size(&meta))
+                .unwrap_or(meta.len()),
         },
         fs,
         mount,
         dio_align,
+        access,
         capabilities,
         probed_on: ProbedOn {
             reads: match kind {

@@ -58,17 +58,23 @@ pub fn render(i: &FileInfo) -> String {
         (Some(fs), None) => line("filesystem", fs.clone()),
         _ => {}
     }
-    line(
-        "direct I/O",
-        i.dio_align
-            .as_ref()
-            .map_or("alignment unknown".into(), |a| {
-                format!(
-                    "buffers aligned to {} B, offsets and lengths to {} B (from {})",
-                    a.mem, a.offset, a.source
-                )
-            }),
-    );
+    if let Some(why) = &i.access {
+        line("access", why.clone());
+    }
+    let o_direct = &i.capabilities.o_direct;
+    let dio = match (&i.dio_align, o_direct.outcome.accepted()) {
+        (_, Some(false)) => format!("not available ({})", o_direct.detail),
+        (Some(a), _) if a.source == "default" => format!(
+            "the kernel gives no alignment (no STATX_DIOALIGN); vecio assumes {} B",
+            a.offset
+        ),
+        (Some(a), _) => format!(
+            "buffers aligned to {} B, offsets and lengths to {} B (from {})",
+            a.mem, a.offset, a.source
+        ),
+        (None, _) => format!("alignment unknown ({})", o_direct.detail),
+    };
+    line("direct I/O", dio);
     if let Some(r) = i.page_cache {
         let pct = if r.total > 0 {
             100.0 * r.resident as f64 / r.total as f64

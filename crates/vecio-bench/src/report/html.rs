@@ -1,6 +1,7 @@
 //! The report as one self-contained HTML page: inline styles, inline SVG plots, and one inline
 //! script that checks every plot drew (non-empty box, some shapes) and writes the verdict into
-//! `#report-check` (`plots-ok N` or `plots-bad IDS`), so a headless browser can confirm it.
+//! `#report-check` (`plots-ok N` or `plots-bad IDS`, hidden from the reader), so a headless
+//! browser can confirm it. The first screen is the verdict: one line per source document.
 
 use super::summary::SummaryRow;
 use super::{Cell, DataTable, Section};
@@ -18,7 +19,8 @@ table.setup th{width:11em}caption{caption-side:top;text-align:left;font-weight:6
 table.claims q{font-style:italic}
 figure.plot{margin:1em 1em 1em 0;display:inline-block;vertical-align:top}figure.plot svg{max-width:100%;height:auto}
 figcaption{font-size:.85em;color:#444;max-width:900px}nav a{margin-right:1em}
-#report-check{font-size:.75em;color:#888}
+#verdict table{font-size:.9em}#verdict td.mark{white-space:nowrap;font-weight:700}
+#verdict .count{font-size:1.15em;font-weight:600}
 ";
 
 const SCRIPT: &str = "
@@ -34,6 +36,10 @@ const SCRIPT: &str = "
   var out = document.getElementById('report-check');
   out.textContent = bad.length === 0 ? 'plots-ok ' + figs.length : 'plots-bad ' + bad.join(' ');
   out.setAttribute('data-status', bad.length === 0 ? 'ok' : 'bad');
+  var verdict = document.getElementById('verdict');
+  if (verdict) {
+    out.setAttribute('data-verdict-bottom', Math.ceil(verdict.getBoundingClientRect().bottom));
+  }
 })();
 ";
 
@@ -117,6 +123,71 @@ fn summary(rows: &[SummaryRow]) -> String {
     out + "</table>\n"
 }
 
+/// The first screen: how many of the sections' targets were met, and one line per source
+/// document: what it claimed (and when), vecio's figure, the best other program's, the
+/// section's targets met.
+fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
+    let (met, total) = super::verdict::target_count(sections);
+    let mut out = format!(
+        "<section id=\"verdict\">\n<p class=\"count\" id=\"target-count\" data-met=\"{met}\" \
+         data-total=\"{total}\">{met} of {total} targets met</p>\n<table id=\"verdict-table\">\n\
+         <tr><th>source document</th><th>it claimed</th><th>vecio here</th>\
+         <th>best other program</th><th>targets</th></tr>\n"
+    );
+    for v in super::verdict::verdicts(sections, rows) {
+        let when = super::verdict::provenance(v.seed).map_or("", |p| p.date);
+        let mark = match (v.mark(), &v.not_measured) {
+            (_, Some(_)) => "<span class=\"miss\">not measured</span>".to_string(),
+            ("ok", _) => format!("{} {} of {}", mark(true), v.met, v.total),
+            ("MISS", _) => format!("{} {} of {}", mark(false), v.met, v.total),
+            _ => "-".to_string(),
+        };
+        out += &format!(
+            "<tr data-seed=\"{}\"><td><a href=\"#seed-{}\">{} {}</a><br><small>{}</small></td>\
+             <td>{}</td><td>{}: <b>{}</b></td><td>{}</td><td class=\"mark\">{mark}</td></tr>\n",
+            v.seed,
+            v.seed,
+            v.seed,
+            esc(sections
+                .iter()
+                .find(|s| s.seed.id == v.seed)
+                .map_or("", |s| s.seed.experiment)),
+            esc(when),
+            esc(v.claim),
+            esc(&v.result),
+            esc(&v.vecio),
+            esc(&v.peer),
+        );
+    }
+    out + "</table>\n</section>\n"
+}
+
+/// The five source documents, summarised: they are not in the repository.
+fn documents(sections: &[Section]) -> String {
+    let mut out = String::from(
+        "<section id=\"documents\">\n<h2>The source documents</h2>\n<p>vecio brings the design of \
+         five Linux mailing-list posts to user space; each section below re-measures one \
+         (\"the seed\": the document a section starts from).</p>\n<table class=\"documents\">\n\
+         <tr><th>seed</th><th>date</th><th>title and author</th><th>claim</th></tr>\n",
+    );
+    for s in sections {
+        let Some(p) = super::verdict::provenance(s.seed.id) else {
+            continue;
+        };
+        out += &format!(
+            "<tr><td><a href=\"#seed-{}\">{}</a></td><td>{}</td><td>{}<br><small>{}</small></td>\
+             <td>{}</td></tr>\n",
+            p.id,
+            p.id,
+            esc(p.date),
+            esc(s.seed.title),
+            esc(p.author),
+            esc(p.claim)
+        );
+    }
+    out + "</table>\n</section>\n"
+}
+
 fn setup_table(lines: &[(String, String)]) -> String {
     let mut out = String::from("<table class=\"setup\">\n");
     for (k, v) in lines {
@@ -197,6 +268,7 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
          <title>vecio reproduction report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
          <h1>vecio: the five source documents, re-measured</h1>\n"
     );
+    out += &verdict(rows, sections);
     if let Some(s) = &r.setup {
         out += &format!(
             "<p>Measured {} UTC with vecio {}: <code>{}</code></p>\n",
@@ -210,7 +282,7 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
                 smoke test of the set-up, not a result; run without <code>--quick</code> for \
                 real figures.</p>\n";
     }
-    out += "<nav><a href=\"#summary\">summary</a>";
+    out += "<nav><a href=\"#summary\">summary</a><a href=\"#documents\">documents</a>";
     for s in sections {
         out += &format!(
             "<a href=\"#seed-{}\">{} {}</a>",
@@ -247,11 +319,12 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
         out += &setup_table(&lines);
     }
     out += "</section>\n";
+    out += &documents(sections);
     for s in sections {
         out += &section(s);
     }
     out += &format!(
-        "<p id=\"report-check\">not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+        "<p id=\"report-check\" hidden>not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
     );
     out
 }

@@ -85,6 +85,57 @@ fn section(s: &Section) -> String {
     out + "\n"
 }
 
+/// The verdict (one line per source document, the sections' targets counted) and the five
+/// documents summarised.
+fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
+    let mut out = String::new();
+    let (met, total) = super::verdict::target_count(sections);
+    out += &format!("## Verdict: {met} of {total} targets met\n\n");
+    let lines: Vec<Vec<String>> = super::verdict::verdicts(sections, rows)
+        .into_iter()
+        .map(|v| {
+            let date = super::verdict::provenance(v.seed).map_or("", |p| p.date);
+            vec![
+                format!("{} ({date})", v.seed),
+                v.claim.to_string(),
+                format!("{}: {}", v.result, v.vecio),
+                v.peer.clone(),
+                match &v.not_measured {
+                    Some(_) => "not measured".into(),
+                    None => format!("{} {} of {}", v.mark(), v.met, v.total),
+                },
+            ]
+        })
+        .collect();
+    let header = [
+        "source document",
+        "it claimed",
+        "vecio here",
+        "best other program",
+        "targets",
+    ]
+    .map(String::from);
+    out += &table(&header, &lines);
+    out += "\n## The source documents\n\n";
+    let docs: Vec<Vec<String>> = sections
+        .iter()
+        .filter_map(|s| {
+            let p = super::verdict::provenance(s.seed.id)?;
+            Some(vec![
+                p.id.to_string(),
+                p.date.to_string(),
+                format!("{} ({})", s.seed.title, p.author),
+                p.claim.to_string(),
+            ])
+        })
+        .collect();
+    out += &table(
+        &["seed", "date", "title and author", "claim"].map(String::from),
+        &docs,
+    );
+    out
+}
+
 /// The whole document.
 pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> String {
     let mut out = String::from("# vecio: the five source documents, re-measured\n\n");
@@ -98,7 +149,8 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
         out += "A quick run: short measurements on small files, a smoke test rather than a \
                 result.\n\n";
     }
-    out += "## Summary\n\n";
+    out += &verdict(rows, sections);
+    out += "\n## Summary\n\n";
     let summary: Vec<Vec<String>> = rows
         .iter()
         .map(|x| {

@@ -20,6 +20,7 @@ mod s004_fuse;
 mod seeds;
 mod setup;
 pub mod summary;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 

@@ -16,10 +16,61 @@ fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("drawing a plot: {e}")
 }
 
-/// The share of a plot's height its legend of `entries` lines takes (kept free above the data).
-fn legend_room(entries: usize, height: u32) -> f64 {
-    let plot = f64::from(height.saturating_sub(90).max(100));
-    ((entries as f64 * 19.0 + 24.0) / plot).clamp(0.0, 0.7)
+/// Height in pixels of one legend line under a plot.
+const KEY_LINE: u32 = 19;
+
+/// The legend's height under a plot of `entries` lines: legends sit outside the plotting area,
+/// so the axes are fitted to the data alone.
+fn legend_height(entries: usize) -> u32 {
+    entries as u32 * KEY_LINE + 10
+}
+
+/// What a legend line shows beside its name.
+#[derive(Clone, Copy)]
+enum Key {
+    /// A filled box (a bar series).
+    Bar(RGBAColor),
+    /// A short line (a curve, or the seed's mark).
+    Stroke(ShapeStyle),
+}
+
+/// Draws `keys` one per line on `area` (the strip under the plot), from its top left.
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    keys: &[(String, Key)],
+    left: i32,
+) -> Result<()> {
+    for (i, (name, key)) in keys.iter().enumerate() {
+        let y = 4 + (i as u32 * KEY_LINE) as i32 + KEY_LINE as i32 / 2;
+        match key {
+            Key::Bar(c) => area
+                .draw(&Rectangle::new(
+                    [(left, y - 5), (left + 14, y + 5)],
+                    c.filled(),
+                ))
+                .map_err(err)?,
+            Key::Stroke(style) => area
+                .draw(&PathElement::new(vec![(left, y), (left + 14, y)], *style))
+                .map_err(err)?,
+        }
+        let font = TextStyle::from(("sans-serif", 14).into_font()).pos(
+            plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ),
+        );
+        area.draw(&Text::new(name.clone(), (left + 22, y), font))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// True when positive `values` span two decades or more: a log axis shows them all.
+fn spans_decades(values: impl Iterator<Item = f64>) -> bool {
+    let (lo, hi) = values
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
+    lo.is_finite() && hi / lo >= 100.0
 }
 
 /// Axis numbers, short: `1.2M`, `140k`, `9000`, `2.5`, `0.25`.
@@ -104,31 +155,19 @@ pub struct Bars {
     pub mark_label: String,
 }
 
-/// Draws `spec` as SVG.
-pub fn bars(spec: &Bars) -> Result<String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, BARS).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let all = spec.groups.iter().flat_map(|g| g.values.iter().flatten());
-        let top = all
-            .flat_map(|v| [v.value, v.high, v.mark.unwrap_or(0.0)])
-            .fold(0.0f64, f64::max);
+/// Draws the bars of `spec` on `area` with the y range `$y` (linear or log), bars rising from
+/// `$base`.
+macro_rules! bar_chart {
+    ($area:expr, $spec:expr, $y:expr, $base:expr) => {{
+        let spec = $spec;
+        let base: f64 = $base;
         let n = spec.groups.len().max(1);
-        let marked = spec
-            .groups
-            .iter()
-            .any(|g| g.values.iter().flatten().any(|v| v.mark.is_some()));
-        let room = legend_room(spec.series.len() + usize::from(marked), BARS.1);
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on($area)
             .caption(&spec.title, ("sans-serif", 21))
             .margin(12)
             .x_label_area_size(34)
             .y_label_area_size(64)
-            .build_cartesian_2d(
-                -0.5f64..(n as f64 - 0.5),
-                0f64..(top * 1.05 / (1.0 - room)).max(1e-9),
-            )
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), $y)
             .map_err(err)?;
         let label_at = |x: &f64| {
             let i = x.round();
@@ -153,7 +192,7 @@ pub fn bars(spec: &Bars) -> Result<String> {
             let x0 = gi as f64 - 0.4 + si as f64 * width;
             (x0 + 0.012, x0 + width - 0.012)
         };
-        for (si, name) in spec.series.iter().enumerate() {
+        for si in 0..spec.series.len() {
             let color = Palette99::pick(si).to_rgba();
             let values = || {
                 spec.groups.iter().enumerate().filter_map(move |(gi, g)| {
@@ -165,20 +204,17 @@ pub fn bars(spec: &Bars) -> Result<String> {
                 })
             };
             chart
-                .draw_series(
-                    values().map(|((a, b), v)| {
-                        Rectangle::new([(a, 0.0), (b, v.value)], color.filled())
-                    }),
-                )
-                .map_err(err)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
+                .draw_series(values().map(|((a, b), v)| {
+                    Rectangle::new([(a, base), (b, v.value.max(base))], color.filled())
+                }))
+                .map_err(err)?;
             chart
                 .draw_series(values().filter(|(_, v)| v.high > v.low).map(|((a, b), v)| {
                     let mid = (a + b) / 2.0;
-                    PathElement::new(vec![(mid, v.low), (mid, v.high)], BLACK.stroke_width(1))
+                    PathElement::new(
+                        vec![(mid, v.low.max(base)), (mid, v.high.max(base))],
+                        BLACK.stroke_width(1),
+                    )
                 }))
                 .map_err(err)?;
         }
@@ -193,26 +229,56 @@ pub fn bars(spec: &Bars) -> Result<String> {
                     .filter_map(move |(si, v)| Some((slot(gi, si), (*v)?.mark?)))
             })
             .collect();
-        if !marks.is_empty() {
-            let mark_style = RGBColor(25, 25, 25).stroke_width(3);
-            chart
-                .draw_series(
-                    marks
-                        .iter()
-                        .map(|&((a, b), y)| PathElement::new(vec![(a, y), (b, y)], mark_style)),
-                )
-                .map_err(err)?
-                .label(spec.mark_label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], mark_style));
-        }
         chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 15))
-            .draw()
+            .draw_series(marks.iter().map(|&((a, b), y)| {
+                PathElement::new(
+                    vec![(a, y.max(base)), (b, y.max(base))],
+                    MARK.stroke_width(3),
+                )
+            }))
             .map_err(err)?;
+    }};
+}
+
+/// The seed's marks' colour.
+const MARK: RGBColor = RGBColor(25, 25, 25);
+
+/// Draws `spec` as SVG: the legend under the plot, the y axis fitted to the bars (from zero,
+/// or logarithmic when they span two decades or more).
+pub fn bars(spec: &Bars) -> Result<String> {
+    let marked = spec
+        .groups
+        .iter()
+        .any(|g| g.values.iter().flatten().any(|v| v.mark.is_some()));
+    let mut keys: Vec<(String, Key)> = spec
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.clone(), Key::Bar(Palette99::pick(i).to_rgba())))
+        .collect();
+    if marked {
+        keys.push((spec.mark_label.clone(), Key::Stroke(MARK.stroke_width(3))));
+    }
+    let size = (BARS.0, BARS.1 + legend_height(keys.len()));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot_area, key_area) = root.split_vertically(BARS.1);
+        let heights = || {
+            spec.groups
+                .iter()
+                .flat_map(|g| g.values.iter().flatten())
+                .flat_map(|v| [v.value, v.low, v.high, v.mark.unwrap_or(v.value)])
+        };
+        let top = heights().fold(0.0f64, f64::max);
+        if spans_decades(heights()) {
+            let lo = heights().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / 1.5;
+            bar_chart!(&plot_area, spec, (lo..top * 1.5).log_scale(), lo);
+        } else {
+            bar_chart!(&plot_area, spec, 0f64..(top * 1.05).max(1e-9), 0.0);
+        }
+        legend(&key_area, &keys, 76)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -287,43 +353,43 @@ macro_rules! line_chart {
                     line.points.iter().copied(),
                     color.stroke_width(2),
                 ))
-                .map_err(err)?
-                .label(line.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 12, y)], color.stroke_width(2))
-                });
+                .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
-            .map_err(err)?;
     }};
 }
 
-/// Draws `spec` as SVG.
+/// Draws `spec` as SVG: the legend under the plot, the axes fitted to the curves (log y from
+/// just under the lowest point to just over the highest).
 pub fn lines(spec: &Lines<'_>) -> Result<String> {
+    let keys: Vec<(String, Key)> = spec
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            (
+                l.name.clone(),
+                Key::Stroke(Palette99::pick(i).to_rgba().stroke_width(2)),
+            )
+        })
+        .collect();
+    let size = (LINES.0, LINES.1 + legend_height(keys.len()));
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, LINES).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
+        let (plot_area, key_area) = root.split_vertically(LINES.1);
         let x = extent(&spec.lines, |p| p.0);
         let y = extent(&spec.lines, |p| p.1);
-        let room = legend_room(spec.lines.len(), LINES.1);
-        let grow = 1.0 / (1.0 - room);
         if spec.log_y {
-            let lo = (y.start.max(1e-3) / 2.0).max(1e-3);
-            let hi = (y.end * 1.5).max(lo * 10.0);
-            let hi = lo * (hi / lo).powf(grow);
-            line_chart!(&root, spec, x, (lo..hi).log_scale());
+            let lo = (y.start.max(1e-3) / 1.3).max(1e-3);
+            let hi = (y.end * 1.3).max(lo * 10.0);
+            line_chart!(&plot_area, spec, x, (lo..hi).log_scale());
         } else {
             let lo = y.start.min(0.0);
             let hi = if y.end > 0.0 { y.end * 1.05 } else { 1.0 };
-            line_chart!(&root, spec, x, lo..lo + (hi - lo) * grow);
+            line_chart!(&plot_area, spec, x, lo..hi);
         }
+        legend(&key_area, &keys, 66)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -332,6 +398,14 @@ pub fn lines(spec: &Lines<'_>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The y of the `<text>` element whose content is `label`.
+    fn text_y(svg: &str, label: &str) -> Option<f64> {
+        let end = svg.find(&format!(">\n{label}\n</text>"))?;
+        let start = svg[..end].rfind("<text")?;
+        let attrs = &svg[start..end];
+        attrs.split(" y=\"").nth(1)?.split('"').next()?.parse().ok()
+    }
 
     #[test]
     fn bars_draw_every_bar_and_mark() -> Result<()> {
@@ -356,6 +430,11 @@ mod tests {
         };
         let svg = bars(&spec)?;
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        // The legend is under the plotting area, not over the bars.
+        for label in ["a", "b", "seed"] {
+            let y = text_y(&svg, label).expect("legend text");
+            assert!(y >= BARS.1 as f64, "{label} at y {y}");
+        }
         assert!(svg.contains("t &lt;1&gt;"), "title escaped");
         for label in ["g0", "g1", "a", "b", "seed"] {
             let text = format!(">\n{label}\n</text>");
@@ -385,7 +464,9 @@ mod tests {
         assert_eq!(extent(&[], |p| p.0), 0.0..1.0);
         let ticks = [1e8, 1.2e6, 140_000.0, 9000.0, 2.5, 0.25].map(|v| tick(&v));
         assert_eq!(ticks, ["100M", "1.2M", "140k", "9000", "2.5", "0.25"]);
-        assert!(legend_room(6, BARS.1) > legend_room(2, BARS.1));
+        assert!(legend_height(6) > legend_height(2));
+        assert!(spans_decades([18.0, 19.0, 2500.0].into_iter()));
+        assert!(!spans_decades([18.0, 19.0, 0.0].into_iter()));
         Ok(())
     }
 }

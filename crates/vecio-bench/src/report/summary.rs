@@ -83,14 +83,63 @@ pub(super) fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// Every seed's rows, in seed order.
+/// Every seed's rows, in seed order. A peer that is one of vecio's own engines (its io_uring
+/// or preadv2 path) is no peer: such a cell shows `-` and no ratio.
 pub fn summary_rows(r: &AllResults) -> Vec<SummaryRow> {
     let mut rows = s000_writev::summary(r);
     rows.extend(s001_loop::summary(r));
     rows.extend(s002_nowait::summary(r));
     rows.extend(s003_callcost::summary(r));
     rows.extend(s004_fuse::summary(r));
+    for row in &mut rows {
+        let failed_peers = row.peer.starts_with("none works");
+        if row.peer != "-" && !failed_peers && !super::verdict::is_real_peer(&row.peer) {
+            row.peer = "-".into();
+            row.ratio = None;
+        }
+    }
     rows
+}
+
+/// The verdict lines and the target count as text for the terminal; `rows_marked` is
+/// (met, missed) over the summary rows printed after it.
+pub fn render_verdict(
+    sections: &[super::Section],
+    rows: &[SummaryRow],
+    rows_marked: (usize, usize),
+) -> String {
+    let (met, total) = super::verdict::target_count(sections);
+    let mut out = format!(
+        "Verdict: {met} of {total} targets met (in the rows below: {} met, {} missed)\n",
+        rows_marked.0, rows_marked.1
+    );
+    let mut t = Table::new([
+        "seed",
+        "document",
+        "vecio here",
+        "best other program",
+        "targets",
+    ]);
+    for v in super::verdict::verdicts(sections, rows) {
+        let targets = match &v.not_measured {
+            Some(_) => "not measured".to_string(),
+            None => format!("{:<4} {} of {}", v.mark(), v.met, v.total),
+        };
+        let date = super::verdict::provenance(v.seed).map_or("", |p| p.date);
+        let experiment = sections
+            .iter()
+            .find(|s| s.seed.id == v.seed)
+            .map_or("", |s| s.seed.experiment);
+        t.row([
+            v.seed.to_string(),
+            format!("{experiment} ({})", date.split(' ').next().unwrap_or(date)),
+            format!("{}: {}", v.result, v.vecio),
+            v.peer.clone(),
+            targets,
+        ]);
+    }
+    out += &t.to_string();
+    out + "\n"
 }
 
 /// The summary as text for the terminal.
@@ -110,6 +159,20 @@ pub fn render(r: &AllResults, rows: &[SummaryRow]) -> String {
         out += "\nquick run: short measurements on small files, a smoke test rather than a result";
     }
     out += "\n\n";
+    let missed = rows
+        .iter()
+        .filter(|x| x.target.as_ref().is_some_and(|v| !v.met))
+        .count();
+    let met = rows
+        .iter()
+        .filter(|x| x.target.as_ref().is_some_and(|v| v.met))
+        .count();
+    match super::sections(r) {
+        Ok(sections) => {
+            out += &render_verdict(&sections, rows, (met, missed));
+        }
+        Err(_) => out += &format!("targets: {met} met, {missed} missed (MISS)\n"),
+    }
     let mut t = Table::new([
         "seed",
         "result",
@@ -131,15 +194,6 @@ pub fn render(r: &AllResults, rows: &[SummaryRow]) -> String {
         ]);
     }
     out += &t.to_string();
-    let missed = rows
-        .iter()
-        .filter(|x| x.target.as_ref().is_some_and(|v| !v.met))
-        .count();
-    let met = rows
-        .iter()
-        .filter(|x| x.target.as_ref().is_some_and(|v| v.met))
-        .count();
-    out += &format!("\ntargets: {met} met, {missed} missed (MISS)");
     if !r.not_measured.is_empty() {
         let names: Vec<String> = r
             .not_measured

@@ -1,0 +1,366 @@
+//! What a benchmark leaves on the machine while it runs, and how it goes away when the run is
+//! stopped: scratch files and directories, FUSE mounts, child servers.
+//!
+//! Every such thing is registered here while it exists ([`track_path`], [`track_child`]) and
+//! unregistered when its owner drops it the ordinary way. When the run is stopped by SIGINT,
+//! SIGTERM or a panic, [`remove_all`] undoes what is still registered: mounts under the
+//! registered directories are detached (`umount2(MNT_DETACH)`, which never blocks on a dead
+//! FUSE server), child servers get SIGTERM and then SIGKILL, files and directories are removed.
+//! Child servers also die with the bench process itself (`PR_SET_PDEATHSIG`,
+//! [`die_with_parent`]), so not even SIGKILL leaves one behind.
+//!
+//! Directories vecio creates are named `vecio-KIND-PID-XXXXXX` ([`ScratchDir`]); the next run
+//! removes those whose process is gone ([`sweep_stale`]), mounts included, so a run stopped by
+//! SIGKILL or a power cut never leaves the next one short of space or tripping over a dead
+//! mount.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+/// One thing to undo.
+#[derive(Debug)]
+enum Entry {
+    /// A file or a directory (removed with everything in it, mounts detached first).
+    Path(PathBuf),
+    /// A child process to stop.
+    Child(u32),
+}
+
+/// What is registered now, in registration order.
+#[derive(Debug, Default)]
+struct Registry {
+    next: u64,
+    entries: Vec<(u64, Entry)>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    next: 0,
+    entries: Vec::new(),
+});
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // A panic while the lock was held leaves the list itself intact: keep using it.
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Keeps an entry registered; dropping it unregisters the entry (the owner has undone it).
+#[derive(Debug)]
+#[must_use = "the entry is unregistered when this guard is dropped"]
+pub struct Tracked(u64);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        registry().entries.retain(|(id, _)| *id != self.0);
+    }
+}
+
+fn track(entry: Entry) -> Tracked {
+    let mut r = registry();
+    r.next += 1;
+    let id = r.next;
+    r.entries.push((id, entry));
+    Tracked(id)
+}
+
+/// Registers a file or directory to remove if the run is stopped.
+pub fn track_path(path: &Path) -> Tracked {
+    track(Entry::Path(path.to_path_buf()))
+}
+
+/// Registers a child process to stop if the run is stopped.
+pub fn track_child(pid: u32) -> Tracked {
+    track(Entry::Child(pid))
+}
+
+/// Undoes everything still registered: detaches mounts under registered directories, stops
+/// child processes (SIGTERM, then SIGKILL after two seconds), removes files and directories,
+/// newest first. Returns how many entries it undid. Holds the registry while it works, so
+/// owners dropping their entries meanwhile wait until it is done.
+pub fn remove_all() -> usize {
+    let mut r = registry();
+    let entries = std::mem::take(&mut r.entries);
+    let paths: Vec<&PathBuf> = entries
+        .iter()
+        .rev()
+        .filter_map(|(_, e)| match e {
+            Entry::Path(p) => Some(p),
+            Entry::Child(_) => None,
+        })
+        .collect();
+    for p in &paths {
+        detach_mounts_under(p);
+    }
+    let children: Vec<u32> = entries
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Entry::Child(pid) => Some(*pid),
+            Entry::Path(_) => None,
+        })
+        .collect();
+    stop_children(&children);
+    for p in &paths {
+        remove_path(p);
+    }
+    entries.len()
+}
+
+/// SIGTERM to every child, SIGKILL to those still there after two seconds, then reaps them.
+fn stop_children(pids: &[u32]) {
+    use rustix::process::{kill_process, Pid, Signal};
+    let pids: Vec<Pid> = pids
+        .iter()
+        .filter_map(|&p| Pid::from_raw(p as i32))
+        .collect();
+    for &pid in &pids {
+        let _ = kill_process(pid, Signal::TERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut left: Vec<Pid> = pids;
+    while !left.is_empty() && Instant::now() < deadline {
+        left.retain(|&pid| !reaped(pid, true));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in &left {
+        let _ = kill_process(pid, Signal::KILL);
+        reaped(pid, false);
+    }
+}
+
+/// Reaps `pid` if it has exited (waits for it unless `nohang`); true when it is gone.
+fn reaped(pid: rustix::process::Pid, nohang: bool) -> bool {
+    use rustix::process::{waitpid, WaitOptions};
+    let opts = if nohang {
+        WaitOptions::NOHANG
+    } else {
+        WaitOptions::empty()
+    };
+    match waitpid(Some(pid), opts) {
+        Ok(Some(_)) => true,
+        Ok(None) => false,
+        // ECHILD: already reaped by its owner, or not our child.
+        Err(_) => true,
+    }
+}
+
+/// Removes a file, or a directory and everything in it; a missing one is fine.
+fn remove_path(p: &Path) {
+    let r = match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(p),
+        Ok(_) => std::fs::remove_file(p),
+        Err(_) => return,
+    };
+    if let Err(e) = r {
+        eprintln!("vecio: cannot remove {}: {e}", p.display());
+    }
+}
+
+/// Mount points at or under `dir`, deepest first, from `/proc/self/mountinfo`.
+pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|m| PathBuf::from(unescape_mountinfo(m)))
+        .filter(|m| m.starts_with(dir))
+        .collect();
+    found.sort_by_key(|m| std::cmp::Reverse(m.components().count()));
+    found
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space, `\011`, `\012`, `\134`).
+pub fn unescape_mountinfo(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Lazily unmounts every mount at or under `dir` (`umount2(MNT_DETACH)`).
+pub fn detach_mounts_under(dir: &Path) {
+    for m in mounts_under(dir) {
+        if let Err(e) = rustix::mount::unmount(&m, rustix::mount::UnmountFlags::DETACH) {
+            eprintln!("vecio: cannot unmount {}: {e}", m.display());
+        }
+    }
+}
+
+/// Makes a child started by `cmd` receive SIGKILL when the thread that started it exits
+/// (`prctl(PR_SET_PDEATHSIG)`), so it never outlives the benchmark.
+pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec and only calls prctl(2),
+    // which is async-signal-safe; it allocates nothing and touches no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+                .map_err(io::Error::from)
+        });
+    }
+}
+
+/// A temporary directory named `vecio-KIND-PID-XXXXXX`, registered for removal if the run is
+/// stopped and removed (mounts under it detached first) when dropped.
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: PathBuf,
+    _tracked: Tracked,
+}
+
+impl ScratchDir {
+    /// Creates `vecio-KIND-PID-XXXXXX` in `parent`, after removing the leftovers of runs
+    /// whose process is gone ([`sweep_stale`]).
+    pub fn new_in(kind: &str, parent: &Path) -> Result<ScratchDir> {
+        sweep_stale(parent);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("vecio-{kind}-{}-", std::process::id()))
+            .tempdir_in(parent)
+            .with_context(|| {
+                format!(
+                    "cannot create a temporary directory in {}",
+                    parent.display()
+                )
+            })?;
+        let path = dir.keep();
+        let tracked = track_path(&path);
+        Ok(ScratchDir {
+            path,
+            _tracked: tracked,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        detach_mounts_under(&self.path);
+        remove_path(&self.path);
+    }
+}
+
+/// Removes, from `parent`, the `vecio-KIND-PID-*` directories of processes that no longer
+/// run, detaching any mount left under them. Returns the directories removed.
+pub fn sweep_stale(parent: &Path) -> Vec<PathBuf> {
+    let Ok(list) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in list.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = stale_owner(&name.to_string_lossy()) else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = entry.path();
+        let mine = std::fs::symlink_metadata(&path).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw()
+        });
+        if !mine {
+            continue;
+        }
+        detach_mounts_under(&path);
+        if std::fs::remove_dir_all(&path).is_ok() {
+            eprintln!(
+                "vecio: removed {} (left by an earlier run, process {pid})",
+                path.display()
+            );
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+/// The kinds of directory vecio's benchmarks create; only these are ever swept.
+pub const KINDS: [&str; 4] = ["scratch", "fuse", "callcost", "loop"];
+
+/// The process id in a `vecio-KIND-PID-XXXXXX` name: KIND one of [`KINDS`], XXXXXX the six
+/// letters and digits `tempfile` adds. Anything else is not vecio's and is never touched.
+fn stale_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("vecio-")?;
+    let mut parts = rest.rsplitn(3, '-');
+    let random = parts.next()?;
+    let pid = parts.next()?;
+    let kind = parts.next()?;
+    let random_ok = random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric());
+    let pid_ok = !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit());
+    (random_ok && pid_ok && KINDS.contains(&kind))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_their_owner() {
+        assert_eq!(stale_owner("vecio-fuse-1234-AbC123"), Some(1234));
+        assert_eq!(stale_owner("vecio-loop-7-x1y2z3"), Some(7));
+        assert_eq!(stale_owner("vecio-scratch-77-x-y"), None);
+        assert_eq!(stale_owner("vecio-fuse-AbC123"), None);
+        assert_eq!(stale_owner("other-fuse-1-abcdef"), None);
+        // A user's own directory that merely looks alike is never vecio's.
+        assert_eq!(stale_owner("vecio-backup-2024-final"), None);
+        assert_eq!(stale_owner("vecio-notes-12-abcdef"), None);
+    }
+
+    #[test]
+    fn unescapes_mountinfo() {
+        assert_eq!(unescape_mountinfo("/a\\040b\\134c"), "/a b\\c");
+        assert_eq!(unescape_mountinfo("/plain\\9"), "/plain\\9");
+    }
+
+    #[test]
+    fn sweeps_dead_runs_only() -> Result<()> {
+        let parent = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
+        // Pid 2^22 + 1 is above the kernel's largest pid_max: no process has it.
+        let dead = parent.path().join("vecio-scratch-4194305-abcdef");
+        std::fs::create_dir(&dead)?;
+        std::fs::write(dead.join("scratch.dat"), b"x")?;
+        let mine = ScratchDir::new_in("scratch", parent.path())?;
+        assert!(!dead.exists(), "a dead run's directory is removed");
+        assert!(mine.path().exists());
+        let path = mine.path().to_path_buf();
+        assert_eq!(sweep_stale(parent.path()), Vec::<PathBuf>::new());
+        drop(mine);
+        assert!(!path.exists());
+        Ok(())
+    }
+
+    #[test]
+    fn tracked_entries_leave_the_registry_when_dropped() {
+        let t = track_path(Path::new("/nonexistent/vecio-test"));
+        let id = t.0;
+        assert!(registry().entries.iter().any(|(i, _)| *i == id));
+        drop(t);
+        assert!(!registry().entries.iter().any(|(i, _)| *i == id));
+    }
+}
