@@ -51,6 +51,38 @@ pub struct NbdArgs {
     /// Write the process id to this file once listening.
     #[arg(long)]
     pub pid_file: Option<PathBuf>,
+    /// TLS: off, on (offered; clients choose) or require (plain clients are refused with
+    /// NBD_REP_ERR_TLS_REQD). Default: on when --tls-certificates is given, else off.
+    #[arg(long)]
+    pub tls: Option<vecio_nbd::TlsMode>,
+    /// Directory with server-cert.pem, server-key.pem and (for --tls-verify-peer)
+    /// ca-cert.pem, as nbdkit and qemu lay them out.
+    #[arg(long, value_name = "DIR")]
+    pub tls_certificates: Option<PathBuf>,
+    /// Clients must present a certificate signed by DIR/ca-cert.pem.
+    #[arg(long)]
+    pub tls_verify_peer: bool,
+    /// nbdkit's TLS-PSK key file (username:hexkey lines). Not supported yet: refused.
+    #[arg(long, value_name = "FILE")]
+    pub tls_psk: Option<PathBuf>,
+}
+
+/// The TLS settings the options ask for.
+fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
+    use vecio_nbd::TlsMode;
+    if let Some(p) = &a.tls_psk {
+        anyhow::bail!(
+            "{}: --tls-psk is not supported: rustls has no TLS-PSK; use --tls-certificates",
+            p.display()
+        );
+    }
+    let default = if a.tls_certificates.is_some() { TlsMode::On } else { TlsMode::Off };
+    let mode = a.tls.unwrap_or(default);
+    match (&a.tls_certificates, mode) {
+        (_, TlsMode::Off) => Ok(None),
+        (None, _) => anyhow::bail!("--tls={mode:?} needs --tls-certificates=DIR"),
+        (Some(dir), _) => Ok(Some(vecio_nbd::Tls::from_dir(mode, dir, a.tls_verify_peer)?)),
+    }
 }
 
 /// Runs `vecio nbd`.
@@ -76,6 +108,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
         ServerOptions {
             aio: a.aio,
             shared: a.shared,
+            tls: tls(&a)?,
         },
     )?;
     let socket = match (&a.socket, a.port) {
@@ -88,10 +121,16 @@ pub fn run(a: NbdArgs) -> Result<()> {
         (None, Some(_)) => None,
     };
     let name = uri_path(&a.export_name);
+    // nbds: the client must use TLS (only under --tls=require is that true of every client).
+    let scheme = match a.tls {
+        Some(vecio_nbd::TlsMode::Require) => "nbds",
+        _ => "nbd",
+    };
     let mut lines = Vec::new();
     if let Some(s) = &socket {
         server.listen_unix(s)?;
-        lines.push(format!("nbd+unix://{name}?socket={}", s.display()));
+        let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
+        lines.push(format!("{scheme}+unix://{name}?socket={}", s.display()));
     }
     if let Some(port) = a.port {
         let at = server.listen_tcp(SocketAddr::new(a.bind, port))?;
@@ -99,7 +138,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
             SocketAddr::V4(v) => v.ip().to_string(),
             SocketAddr::V6(v) => format!("[{}]", v.ip()),
         };
-        lines.push(format!("nbd://{host}:{}{name}", at.port()));
+        lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
     }
     let stop = server.shutdown_handle();
     crate::signals::on_stop(move |sig| {
