@@ -231,3 +231,98 @@ fn qemu_img_converts_over_tls() {
         .arg(&copy));
     assert!(std::fs::read(&copy).unwrap() == std::fs::read(&srv.image).unwrap());
 }
+
+/// Two network namespaces joined by a veth pair (10.231.0.1 and 10.231.0.2), removed on drop.
+struct Netns {
+    a: String,
+    b: String,
+}
+
+impl Netns {
+    fn new() -> Option<Netns> {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: network namespaces need root");
+            return None;
+        }
+        let id = std::process::id();
+        let n = Netns {
+            a: format!("vecio-tls-a-{id}"),
+            b: format!("vecio-tls-b-{id}"),
+        };
+        let (va, vb) = (format!("vta{id}"), format!("vtb{id}"));
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output();
+            out.is_ok_and(|o| o.status.success())
+        };
+        if !ip(&["netns", "add", &n.a]) {
+            eprintln!("skipped: `ip netns add` failed (no iproute2, or no namespaces here)");
+            return None;
+        }
+        let steps: [&[&str]; 9] = [
+            &["netns", "add", &n.b],
+            &["link", "add", &va, "type", "veth", "peer", "name", &vb],
+            &["link", "set", &va, "netns", &n.a],
+            &["link", "set", &vb, "netns", &n.b],
+            &["-n", &n.a, "addr", "add", "10.231.0.1/24", "dev", &va],
+            &["-n", &n.b, "addr", "add", "10.231.0.2/24", "dev", &vb],
+            &["-n", &n.a, "link", "set", &va, "up"],
+            &["-n", &n.b, "link", "set", &vb, "up"],
+            &["-n", &n.a, "link", "set", "lo", "up"],
+        ];
+        for step in steps {
+            assert!(ip(step), "ip {step:?} failed");
+        }
+        Some(n)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn tls_across_a_veth_pair_between_two_namespaces() {
+    let Some(c) = certs() else {
+        eprintln!("skipped: openssl or nbdinfo missing");
+        return;
+    };
+    if !have("nbdcopy") {
+        return;
+    }
+    let Some(ns) = Netns::new() else { return };
+    let dir = scratch();
+    let image = dir.path().join("disk.img");
+    std::fs::write(&image, random_bytes(4 << 20, 5)).unwrap();
+    let export = vecio_nbd::Export::open(&image, Default::default()).unwrap();
+    let opts = vecio_nbd::ServerOptions {
+        tls: Some(Tls::from_dir(TlsMode::Require, &c.server, false).unwrap()),
+        ..Default::default()
+    };
+    let mut server = vecio_nbd::Server::new(export, opts).unwrap();
+    let stop = server.shutdown_handle();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let netns = std::fs::File::open(format!("/var/run/netns/{}", ns.a)).unwrap();
+    // The listening socket is made in namespace A, by a thread that moved there.
+    let t = std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on a namespace file this thread holds open; it moves this thread only.
+        let r = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
+        let at = server.listen_tcp("10.231.0.1:0".parse().unwrap()).unwrap();
+        tx.send(at).unwrap();
+        server.run()
+    });
+    let at = rx.recv().unwrap();
+    let out = dir.path().join("copy.img");
+    let uri = format!("nbds://{at}/?tls-certificates={}", c.ca_only.display());
+    run(Command::new("ip")
+        .args(["netns", "exec", &ns.b, "nbdcopy", "--connections=4", &uri])
+        .arg(&out));
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&image).unwrap());
+    stop.trigger();
+    t.join().unwrap().unwrap();
+}
