@@ -27,9 +27,9 @@ pub struct NbdArgs {
     /// TCP port to listen on (0: any free port; the one chosen is printed).
     #[arg(short = 'p', long)]
     pub port: Option<u16>,
-    /// Address to listen on for TCP.
+    /// Address or host name to listen on for TCP (every address the name resolves to).
     #[arg(short = 'b', long = "bind", default_value = "127.0.0.1")]
-    pub bind: IpAddr,
+    pub bind: String,
     /// Export read-only: writes, trims and zeroing fail with EPERM.
     #[arg(short = 'r', long)]
     pub read_only: bool,
@@ -39,8 +39,10 @@ pub struct NbdArgs {
     /// none: direct I/O (O_DIRECT), no page cache; writeback: buffered I/O.
     #[arg(long, default_value = "none")]
     pub cache: Cache,
-    /// I/O engine of each connection: uring, sync, pool (or serial, the baseline).
-    #[arg(long, default_value = "uring")]
+    /// I/O engine of each connection: uring, sync, pool (or serial, the baseline); qemu-nbd's
+    /// io_uring, native (Linux AIO: served by uring, vecio has no libaio engine) and threads
+    /// (pool) are accepted.
+    #[arg(long, default_value = "uring", value_parser = parse_aio)]
     pub aio: vecio::EngineKind,
     /// Export name (clients may also ask for the default export, "").
     #[arg(short = 'x', long, default_value = "")]
@@ -65,6 +67,31 @@ pub struct NbdArgs {
     /// nbdkit's TLS-PSK key file (username:hexkey lines). Not supported yet: refused.
     #[arg(long, value_name = "FILE")]
     pub tls_psk: Option<PathBuf>,
+}
+
+/// `--aio`: vecio's engine names, and qemu-nbd's.
+fn parse_aio(s: &str) -> std::result::Result<vecio::EngineKind, String> {
+    match s {
+        "io_uring" | "native" => Ok(vecio::EngineKind::Uring),
+        "threads" => Ok(vecio::EngineKind::Pool),
+        _ => s.parse(),
+    }
+}
+
+/// The TCP addresses `-b HOST -p PORT` names: an IP address, or every address a host name
+/// resolves to (`getaddrinfo(3)`), without repeats.
+fn bind_addrs(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let mut addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("-b {host}: cannot resolve the host name"))?
+        .collect();
+    addrs.dedup();
+    anyhow::ensure!(!addrs.is_empty(), "-b {host}: the name has no address");
+    Ok(addrs)
 }
 
 /// The TLS settings the options ask for.
@@ -132,13 +159,17 @@ pub fn run(a: NbdArgs) -> Result<()> {
         let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
         lines.push(format!("{scheme}+unix://{name}?socket={}", s.display()));
     }
-    if let Some(port) = a.port {
-        let at = server.listen_tcp(SocketAddr::new(a.bind, port))?;
-        let host = match at {
-            SocketAddr::V4(v) => v.ip().to_string(),
-            SocketAddr::V6(v) => format!("[{}]", v.ip()),
-        };
-        lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
+    if let Some(mut port) = a.port {
+        for addr in bind_addrs(&a.bind, port)? {
+            // Port 0: the first listener picks the port, the others take the same one.
+            let at = server.listen_tcp(SocketAddr::new(addr.ip(), port))?;
+            port = at.port();
+            let host = match at {
+                SocketAddr::V4(v) => v.ip().to_string(),
+                SocketAddr::V6(v) => format!("[{}]", v.ip()),
+            };
+            lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
+        }
     }
     let stop = server.shutdown_handle();
     crate::signals::on_stop(move |sig| {
