@@ -5,8 +5,9 @@
 //! Once listening, one line per socket goes to standard output with the URI a client uses
 //! (`nbd+unix:///?socket=...`, `nbd://ADDR:PORT`), after the pid file is written: either
 //! tells a script the server is ready. The server runs in the foreground and serves clients
-//! one after another until it is signalled; then it lets every connection finish what it has
-//! in flight, flushes the file and exits 0.
+//! one after another until it is signalled (or, with `--oneshot`, until its first client has
+//! gone); then it lets every connection finish what it has in flight, flushes the file and
+//! exits 0. TLS options follow nbdkit (`--tls`, `--tls-certificates`, `--tls-verify-peer`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -53,6 +54,15 @@ pub struct NbdArgs {
     /// Write the process id to this file once listening.
     #[arg(long)]
     pub pid_file: Option<PathBuf>,
+    /// Serve until signalled (the default, as nbdkit does; qemu-nbd's -t).
+    #[arg(short = 't', long, conflicts_with = "oneshot")]
+    pub persistent: bool,
+    /// Exit once the first client has disconnected (qemu-nbd's default without -t).
+    #[arg(long)]
+    pub oneshot: bool,
+    /// Exit (as on SIGTERM) when the parent process dies: PR_SET_PDEATHSIG, as nbdkit does.
+    #[arg(long)]
+    pub exit_with_parent: bool,
     /// TLS: off, on (offered; clients choose) or require (plain clients are refused with
     /// NBD_REP_ERR_TLS_REQD). Default: on when --tls-certificates is given, else off.
     #[arg(long)]
@@ -136,6 +146,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
             aio: a.aio,
             shared: a.shared,
             tls: tls(&a)?,
+            oneshot: a.oneshot,
         },
     )?;
     let socket = match (&a.socket, a.port) {
@@ -176,6 +187,15 @@ pub fn run(a: NbdArgs) -> Result<()> {
         tracing::info!(signal = sig, "stopping");
         stop.trigger();
     })?;
+    if a.exit_with_parent {
+        let parent = rustix::process::getppid();
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
+            .context("--exit-with-parent: prctl(PR_SET_PDEATHSIG)")?;
+        // The parent may have gone before prctl: then the signal never comes.
+        if rustix::process::getppid() != parent {
+            anyhow::bail!("--exit-with-parent: the parent process is already gone");
+        }
+    }
     if let Some(p) = &a.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;

@@ -46,6 +46,9 @@ pub struct ServerOptions {
     pub shared: usize,
     /// TLS offered or required (`--tls`), with its certificates; `None`: no TLS.
     pub tls: Option<Tls>,
+    /// Stop once the first client has come and every connection has gone (`--oneshot`,
+    /// qemu-nbd's default); false: serve until shut down (`-t/--persistent`).
+    pub oneshot: bool,
 }
 
 impl Default for ServerOptions {
@@ -54,6 +57,7 @@ impl Default for ServerOptions {
             aio: vecio::EngineKind::Uring,
             shared: 16,
             tls: None,
+            oneshot: false,
         }
     }
 }
@@ -171,8 +175,14 @@ impl Server {
         let mut next_id = 0u64;
         while !self.shutdown.is_triggered() {
             conns.retain(|h| !h.is_finished());
+            let served = self.opts.oneshot && next_id > 0;
+            if served && conns.is_empty() {
+                tracing::info!("the client left: one-shot server stopping");
+                break;
+            }
             let full = self.opts.shared > 0 && conns.len() >= self.opts.shared;
-            let ready = self.poll_listeners(full)?;
+            // A one-shot server that has served wakes now and then to see its clients go.
+            let ready = self.poll_listeners(full || served)?;
             for i in ready {
                 loop {
                     if self.opts.shared > 0 && conns.len() >= self.opts.shared {

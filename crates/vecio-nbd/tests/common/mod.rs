@@ -135,6 +135,7 @@ pub fn start_on(dir: tempfile::TempDir, image: PathBuf, o: Opts) -> Running {
             aio: o.aio,
             shared: o.shared,
             tls: o.tls,
+            oneshot: false,
         },
     )
     .unwrap();
