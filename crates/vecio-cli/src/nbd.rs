@@ -5,8 +5,9 @@
 //! Once listening, one line per socket goes to standard output with the URI a client uses
 //! (`nbd+unix:///?socket=...`, `nbd://ADDR:PORT`), after the pid file is written: either
 //! tells a script the server is ready. The server runs in the foreground and serves clients
-//! one after another until it is signalled; then it lets every connection finish what it has
-//! in flight, flushes the file and exits 0.
+//! one after another until it is signalled (or, with `--oneshot`, until its first client has
+//! gone); then it lets every connection finish what it has in flight, flushes the file and
+//! exits 0. TLS options follow nbdkit (`--tls`, `--tls-certificates`, `--tls-verify-peer`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -27,9 +28,9 @@ pub struct NbdArgs {
     /// TCP port to listen on (0: any free port; the one chosen is printed).
     #[arg(short = 'p', long)]
     pub port: Option<u16>,
-    /// Address to listen on for TCP.
+    /// Address or host name to listen on for TCP (every address the name resolves to).
     #[arg(short = 'b', long = "bind", default_value = "127.0.0.1")]
-    pub bind: IpAddr,
+    pub bind: String,
     /// Export read-only: writes, trims and zeroing fail with EPERM.
     #[arg(short = 'r', long)]
     pub read_only: bool,
@@ -39,8 +40,10 @@ pub struct NbdArgs {
     /// none: direct I/O (O_DIRECT), no page cache; writeback: buffered I/O.
     #[arg(long, default_value = "none")]
     pub cache: Cache,
-    /// I/O engine of each connection: uring, sync, pool (or serial, the baseline).
-    #[arg(long, default_value = "uring")]
+    /// I/O engine of each connection: uring, sync, pool (or serial, the baseline); qemu-nbd's
+    /// io_uring, native (Linux AIO: served by uring, vecio has no libaio engine) and threads
+    /// (pool) are accepted.
+    #[arg(long, default_value = "uring", value_parser = parse_aio)]
     pub aio: vecio::EngineKind,
     /// Export name (clients may also ask for the default export, "").
     #[arg(short = 'x', long, default_value = "")]
@@ -51,6 +54,72 @@ pub struct NbdArgs {
     /// Write the process id to this file once listening.
     #[arg(long)]
     pub pid_file: Option<PathBuf>,
+    /// Serve until signalled (the default, as nbdkit does; qemu-nbd's -t).
+    #[arg(short = 't', long, conflicts_with = "oneshot")]
+    pub persistent: bool,
+    /// Exit once the first client has disconnected (qemu-nbd's default without -t).
+    #[arg(long)]
+    pub oneshot: bool,
+    /// Exit (as on SIGTERM) when the parent process dies: PR_SET_PDEATHSIG, as nbdkit does.
+    #[arg(long)]
+    pub exit_with_parent: bool,
+    /// TLS: off, on (offered; clients choose) or require (plain clients are refused with
+    /// NBD_REP_ERR_TLS_REQD). Default: on when --tls-certificates is given, else off.
+    #[arg(long)]
+    pub tls: Option<vecio_nbd::TlsMode>,
+    /// Directory with server-cert.pem, server-key.pem and (for --tls-verify-peer)
+    /// ca-cert.pem, as nbdkit and qemu lay them out.
+    #[arg(long, value_name = "DIR")]
+    pub tls_certificates: Option<PathBuf>,
+    /// Clients must present a certificate signed by DIR/ca-cert.pem.
+    #[arg(long)]
+    pub tls_verify_peer: bool,
+    /// nbdkit's TLS-PSK key file (username:hexkey lines). Not supported yet: refused.
+    #[arg(long, value_name = "FILE")]
+    pub tls_psk: Option<PathBuf>,
+}
+
+/// `--aio`: vecio's engine names, and qemu-nbd's.
+fn parse_aio(s: &str) -> std::result::Result<vecio::EngineKind, String> {
+    match s {
+        "io_uring" | "native" => Ok(vecio::EngineKind::Uring),
+        "threads" => Ok(vecio::EngineKind::Pool),
+        _ => s.parse(),
+    }
+}
+
+/// The TCP addresses `-b HOST -p PORT` names: an IP address, or every address a host name
+/// resolves to (`getaddrinfo(3)`), without repeats.
+fn bind_addrs(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
+    use std::net::ToSocketAddrs;
+    if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let mut addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("-b {host}: cannot resolve the host name"))?
+        .collect();
+    addrs.dedup();
+    anyhow::ensure!(!addrs.is_empty(), "-b {host}: the name has no address");
+    Ok(addrs)
+}
+
+/// The TLS settings the options ask for.
+fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
+    use vecio_nbd::TlsMode;
+    if let Some(p) = &a.tls_psk {
+        anyhow::bail!(
+            "{}: --tls-psk is not supported: rustls has no TLS-PSK; use --tls-certificates",
+            p.display()
+        );
+    }
+    let default = if a.tls_certificates.is_some() { TlsMode::On } else { TlsMode::Off };
+    let mode = a.tls.unwrap_or(default);
+    match (&a.tls_certificates, mode) {
+        (_, TlsMode::Off) => Ok(None),
+        (None, _) => anyhow::bail!("--tls={mode:?} needs --tls-certificates=DIR"),
+        (Some(dir), _) => Ok(Some(vecio_nbd::Tls::from_dir(mode, dir, a.tls_verify_peer)?)),
+    }
 }
 
 /// Runs `vecio nbd`.
@@ -76,6 +145,8 @@ pub fn run(a: NbdArgs) -> Result<()> {
         ServerOptions {
             aio: a.aio,
             shared: a.shared,
+            tls: tls(&a)?,
+            oneshot: a.oneshot,
         },
     )?;
     let socket = match (&a.socket, a.port) {
@@ -88,24 +159,43 @@ pub fn run(a: NbdArgs) -> Result<()> {
         (None, Some(_)) => None,
     };
     let name = uri_path(&a.export_name);
+    // nbds: the client must use TLS (only under --tls=require is that true of every client).
+    let scheme = match a.tls {
+        Some(vecio_nbd::TlsMode::Require) => "nbds",
+        _ => "nbd",
+    };
     let mut lines = Vec::new();
     if let Some(s) = &socket {
         server.listen_unix(s)?;
-        lines.push(format!("nbd+unix://{name}?socket={}", s.display()));
+        let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
+        lines.push(format!("{scheme}+unix://{name}?socket={}", s.display()));
     }
-    if let Some(port) = a.port {
-        let at = server.listen_tcp(SocketAddr::new(a.bind, port))?;
-        let host = match at {
-            SocketAddr::V4(v) => v.ip().to_string(),
-            SocketAddr::V6(v) => format!("[{}]", v.ip()),
-        };
-        lines.push(format!("nbd://{host}:{}{name}", at.port()));
+    if let Some(mut port) = a.port {
+        for addr in bind_addrs(&a.bind, port)? {
+            // Port 0: the first listener picks the port, the others take the same one.
+            let at = server.listen_tcp(SocketAddr::new(addr.ip(), port))?;
+            port = at.port();
+            let host = match at {
+                SocketAddr::V4(v) => v.ip().to_string(),
+                SocketAddr::V6(v) => format!("[{}]", v.ip()),
+            };
+            lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
+        }
     }
     let stop = server.shutdown_handle();
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "stopping");
         stop.trigger();
     })?;
+    if a.exit_with_parent {
+        let parent = rustix::process::getppid();
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
+            .context("--exit-with-parent: prctl(PR_SET_PDEATHSIG)")?;
+        // The parent may have gone before prctl: then the signal never comes.
+        if rustix::process::getppid() != parent {
+            anyhow::bail!("--exit-with-parent: the parent process is already gone");
+        }
+    }
     if let Some(p) = &a.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;

@@ -145,7 +145,8 @@ impl Conn {
             if let Err(e) = self.step() {
                 break Err(e);
             }
-            if self.closing.is_some() && self.in_flight == 0 && self.tx.is_empty() {
+            let unsent = !self.tx.is_empty() || self.stream.wants_write();
+            if self.closing.is_some() && self.in_flight == 0 && !unsent {
                 break Ok(());
             }
             if self.in_flight > 0 {
@@ -161,7 +162,10 @@ impl Conn {
                 }
             }
             let read = self.closing.is_none() && (self.can_admit() || self.rx.in_payload());
-            let write = !self.tx.is_empty();
+            if read && self.stream.buffered() {
+                continue; // TLS holds decrypted requests: no need to wait on the socket
+            }
+            let write = unsent;
             let timeout = self.closing.map(|_| Duration::from_millis(100));
             match wait(self.stream.as_fd(), read, write, &self.shutdown, timeout) {
                 Ok(r) if r.shutdown && self.closing.is_none() => {

@@ -3,9 +3,9 @@
 //!
 //! Supported: `EXPORT_NAME`, `ABORT`, `LIST`, `INFO`, `GO` (with `NBD_INFO_EXPORT`, `NAME`,
 //! `DESCRIPTION`, `BLOCK_SIZE`), `STRUCTURED_REPLY`, `LIST_META_CONTEXT` and
-//! `SET_META_CONTEXT` for `base:allocation`. `STARTTLS` is refused by policy (no TLS: the
-//! server listens on Unix sockets and loopback by default); anything else is
-//! `NBD_REP_ERR_UNSUP`. Once shutdown starts, options other than `ABORT` get
+//! `SET_META_CONTEXT` for `base:allocation`, and `STARTTLS` when the server has TLS (refused
+//! with `NBD_REP_ERR_POLICY` otherwise; under `--tls=require` every other option but `ABORT`
+//! gets `NBD_REP_ERR_TLS_REQD` until TLS is on). Anything else is `NBD_REP_ERR_UNSUP`. Once shutdown starts, options other than `ABORT` get
 //! `NBD_REP_ERR_SHUTDOWN`.
 
 use std::io::{Read, Write};
@@ -15,6 +15,7 @@ use crate::error::Malformed;
 use crate::export::Export;
 use crate::proto::{self, info, opt, rep, HandshakeFlags, OptionHeader, TransmissionFlags};
 use crate::stream::{wait, ShutdownHandle, Stream};
+use crate::tls::{Tls, TlsMode};
 
 /// Largest option data the server reads; longer data is skipped and answered
 /// `NBD_REP_ERR_TOO_BIG`.
@@ -81,12 +82,14 @@ impl Wire<'_> {
             if left.is_zero() {
                 return Err(Stop::Io(std::io::ErrorKind::TimedOut.into()));
             }
-            let r = wait(self.stream.as_fd(), true, false, self.shutdown, Some(left))?;
-            if r.shutdown {
-                return Err(Stop::Closed);
-            }
-            if !r.readable {
-                continue;
+            if !self.stream.buffered() {
+                let r = wait(self.stream.as_fd(), true, false, self.shutdown, Some(left))?;
+                if r.shutdown {
+                    return Err(Stop::Closed);
+                }
+                if !r.readable {
+                    continue;
+                }
             }
             match self.stream.read(buf) {
                 Ok(0) => return Err(Stop::Closed),
@@ -210,8 +213,43 @@ impl State<'_> {
     }
 }
 
-/// Runs the handshake on `wire` for `export`.
-pub(crate) fn negotiate(wire: &mut Wire<'_>, export: &Export) -> Result<Outcome, Stop> {
+/// `NBD_OPT_STARTTLS`: acknowledged in plain text, then the TLS handshake; what was
+/// negotiated before it is forgotten, as the protocol asks.
+fn starttls(
+    wire: &mut Wire<'_>,
+    st: &mut State<'_>,
+    tls: Option<&Tls>,
+    data: &[u8],
+) -> Result<(), Stop> {
+    let option = opt::STARTTLS;
+    match tls {
+        _ if !data.is_empty() => st.reply(option, rep::ERR_INVALID, b"STARTTLS takes no data"),
+        None => st.reply(option, rep::ERR_POLICY, b"TLS is not offered by this server"),
+        Some(t) if t.mode == TlsMode::Off => {
+            st.reply(option, rep::ERR_POLICY, b"TLS is not offered by this server")
+        }
+        Some(_) if wire.stream.is_tls() => {
+            st.reply(option, rep::ERR_INVALID, b"TLS is already on")
+        }
+        Some(t) => {
+            st.reply(option, rep::ACK, &[]);
+            wire.write_all(&std::mem::take(&mut st.out))?;
+            wire.stream.start_tls(t.config.clone())?;
+            st.structured = false;
+            st.meta = false;
+            tracing::debug!("TLS on");
+        }
+    }
+    wire.write_all(&std::mem::take(&mut st.out))
+}
+
+/// Runs the handshake on `wire` for `export`, with `tls` offered or required if given.
+pub(crate) fn negotiate(
+    wire: &mut Wire<'_>,
+    export: &Export,
+    tls: Option<&Tls>,
+) -> Result<Outcome, Stop> {
+    let require = tls.is_some_and(|t| t.mode == TlsMode::Require);
     let hs = HandshakeFlags::FIXED_NEWSTYLE | HandshakeFlags::NO_ZEROES;
     wire.write_all(&proto::greeting(hs))?;
     let mut cf = [0u8; 4];
@@ -245,6 +283,18 @@ pub(crate) fn negotiate(wire: &mut Wire<'_>, export: &Export) -> Result<Outcome,
                 return Ok(Outcome::Closed);
             }
             st.reply(h.option, rep::ERR_SHUTDOWN, b"server shutting down");
+            wire.write_all(&std::mem::take(&mut st.out))?;
+            continue;
+        }
+        if h.option == opt::STARTTLS {
+            starttls(wire, &mut st, tls, &data)?;
+            continue;
+        }
+        if require && !wire.stream.is_tls() && h.option != opt::ABORT {
+            if h.option == opt::EXPORT_NAME {
+                return Ok(Outcome::Closed);
+            }
+            st.reply(h.option, rep::ERR_TLS_REQD, b"TLS is required: use STARTTLS");
             wire.write_all(&std::mem::take(&mut st.out))?;
             continue;
         }
@@ -286,18 +336,6 @@ fn option(st: &mut State<'_>, option: u32, data: &[u8], no_zeroes: bool) -> Opti
             let d = proto::rep_server(st.export.name(), st.export.description());
             st.reply(option, rep::SERVER, &d);
             st.reply(option, rep::ACK, &[]);
-            None
-        }
-        opt::STARTTLS if !empty => {
-            st.reply(option, rep::ERR_INVALID, b"STARTTLS takes no data");
-            None
-        }
-        opt::STARTTLS => {
-            st.reply(
-                option,
-                rep::ERR_POLICY,
-                b"TLS is not offered by this server",
-            );
             None
         }
         opt::INFO => {

@@ -13,7 +13,8 @@
 //!
 //! The protocol followed is the NBD project's `doc/proto.md`: fixed newstyle handshake,
 //! simple and structured replies, READ, WRITE, FLUSH, TRIM, WRITE_ZEROES (NO_HOLE,
-//! FAST_ZERO), BLOCK_STATUS (`base:allocation`), CACHE, DISC; FUA and DF flags.
+//! FAST_ZERO), BLOCK_STATUS (`base:allocation`), CACHE, DISC; FUA and DF flags; TLS through
+//! `NBD_OPT_STARTTLS` ([`Tls`]).
 
 #![warn(missing_docs)]
 
@@ -29,8 +30,10 @@ mod recv;
 mod send;
 mod server;
 mod stream;
+mod tls;
 
 pub use error::{Error, Malformed, Result};
 pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
 pub use server::{Server, ServerOptions};
 pub use stream::ShutdownHandle;
+pub use tls::{Tls, TlsMode};

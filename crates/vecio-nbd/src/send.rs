@@ -114,7 +114,7 @@ impl Outbox {
             };
             self.advance(n, done);
         }
-        Ok(true)
+        stream.flush_tls()
     }
 
     fn advance(&mut self, mut n: usize, done: &mut Vec<AlignedBuf>) {
@@ -149,12 +149,13 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::os::unix::net::UnixStream;
+    use crate::stream::Sock;
 
     #[test]
     fn replies_go_out_in_order_with_payloads() {
         let (a, mut b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
-        let mut s = Stream::Unix(a);
+        let mut s = Stream::from(Sock::Unix(a));
         let mut out = Outbox::default();
         let mut p = AlignedBuf::page_aligned(5000);
         p.fill(7);
@@ -176,7 +177,7 @@ mod tests {
     fn a_full_socket_keeps_the_rest_for_later() {
         let (a, mut b) = UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
-        let mut s = Stream::Unix(a);
+        let mut s = Stream::from(Sock::Unix(a));
         let mut out = Outbox::default();
         let total = 8 << 20;
         let mut p = AlignedBuf::page_aligned(total);

@@ -33,16 +33,22 @@ use crate::conn::Conn;
 use crate::error::{Error, Result};
 use crate::export::Export;
 use crate::handshake::{self, Outcome, Stop, Wire};
-use crate::stream::{ShutdownHandle, Stream};
+use crate::stream::{ShutdownHandle, Sock, Stream};
+use crate::tls::Tls;
 
 /// How a [`Server`] serves.
-#[derive(Copy, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct ServerOptions {
     /// The engine each connection builds for its I/O (`--aio`).
     pub aio: vecio::EngineKind,
     /// Connections served at once (`--shared`); further clients wait in the listen backlog
     /// until one leaves. 0: no limit.
     pub shared: usize,
+    /// TLS offered or required (`--tls`), with its certificates; `None`: no TLS.
+    pub tls: Option<Tls>,
+    /// Stop once the first client has come and every connection has gone (`--oneshot`,
+    /// qemu-nbd's default); false: serve until shut down (`-t/--persistent`).
+    pub oneshot: bool,
 }
 
 impl Default for ServerOptions {
@@ -50,6 +56,8 @@ impl Default for ServerOptions {
         ServerOptions {
             aio: vecio::EngineKind::Uring,
             shared: 16,
+            tls: None,
+            oneshot: false,
         }
     }
 }
@@ -62,10 +70,10 @@ enum Listener {
 impl Listener {
     fn accept(&self) -> io::Result<Stream> {
         match self {
-            Listener::Unix { l, .. } => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Unix { l, .. } => l.accept().map(|(s, _)| Stream::from(Sock::Unix(s))),
             Listener::Tcp(l) => l.accept().map(|(s, _)| {
                 let _ = s.set_nodelay(true);
-                Stream::Tcp(s)
+                Stream::from(Sock::Tcp(s))
             }),
         }
     }
@@ -167,8 +175,14 @@ impl Server {
         let mut next_id = 0u64;
         while !self.shutdown.is_triggered() {
             conns.retain(|h| !h.is_finished());
+            let served = self.opts.oneshot && next_id > 0;
+            if served && conns.is_empty() {
+                tracing::info!("the client left: one-shot server stopping");
+                break;
+            }
             let full = self.opts.shared > 0 && conns.len() >= self.opts.shared;
-            let ready = self.poll_listeners(full)?;
+            // A one-shot server that has served wakes now and then to see its clients go.
+            let ready = self.poll_listeners(full || served)?;
             for i in ready {
                 loop {
                     if self.opts.shared > 0 && conns.len() >= self.opts.shared {
@@ -242,9 +256,10 @@ impl Server {
         let export = self.export.clone();
         let shutdown = self.shutdown.clone();
         let aio = self.opts.aio;
+        let tls = self.opts.tls.clone();
         std::thread::Builder::new()
             .name(format!("nbd-conn-{id}"))
-            .spawn(move || connection(id, stream, export, aio, shutdown))
+            .spawn(move || connection(id, stream, export, aio, tls, shutdown))
             .map_err(Error::Thread)
     }
 }
@@ -255,19 +270,20 @@ fn connection(
     mut stream: Stream,
     export: Arc<Export>,
     aio: vecio::EngineKind,
+    tls: Option<Tls>,
     shutdown: ShutdownHandle,
 ) {
     let peer = stream.peer();
     tracing::debug!(conn = id, %peer, "connected");
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
+    let _ = stream.set_timeouts(Some(Duration::from_secs(30)));
     let outcome = {
         let mut wire = Wire {
             stream: &mut stream,
             shutdown: &shutdown,
             deadline: std::time::Instant::now() + handshake::HANDSHAKE_TIMEOUT,
         };
-        handshake::negotiate(&mut wire, &export)
+        handshake::negotiate(&mut wire, &export, tls.as_ref())
     };
     let session = match outcome {
         Ok(Outcome::Go(s)) => s,

@@ -13,72 +13,42 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 
 /// A connected client socket.
 #[derive(Debug)]
-pub(crate) enum Stream {
+pub(crate) enum Sock {
     /// A Unix-domain stream socket.
     Unix(UnixStream),
     /// A TCP connection.
     Tcp(TcpStream),
 }
 
-impl Stream {
-    /// `O_NONBLOCK` on or off.
-    pub(crate) fn set_nonblocking(&self, yes: bool) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_nonblocking(yes),
-            Stream::Tcp(s) => s.set_nonblocking(yes),
-        }
-    }
-
-    /// `SO_SNDTIMEO`: a blocking write gives up after `t`.
-    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.set_write_timeout(t),
-            Stream::Tcp(s) => s.set_write_timeout(t),
-        }
-    }
-
-    /// Closes both directions (`shutdown(2)`), so the peer sees the end at once.
-    pub(crate) fn close(&self) {
-        let _ = match self {
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-
-    /// The peer, for logs.
-    pub(crate) fn peer(&self) -> String {
-        match self {
-            Stream::Unix(_) => "unix".to_string(),
-            Stream::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_else(|_| "tcp".to_string()),
-        }
-    }
-}
-
-impl Read for Stream {
+impl Sock {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
+            Sock::Unix(s) => s.read(buf),
+            Sock::Tcp(s) => s.read(buf),
         }
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match self {
-            Stream::Unix(s) => s.write_vectored(bufs),
-            Stream::Tcp(s) => s.write_vectored(bufs),
+            Sock::Unix(s) => s.write_vectored(bufs),
+            Sock::Tcp(s) => s.write_vectored(bufs),
         }
+    }
+}
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Sock::read(self, buf)
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        Sock::write_vectored(self, bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -86,11 +56,184 @@ impl Write for Stream {
     }
 }
 
+/// A client connection: the socket, and the TLS session once `NBD_OPT_STARTTLS` set one up.
+/// Reads and writes go through TLS when it is on; both work on blocking and non-blocking
+/// sockets (`WouldBlock` means the socket, not TLS, has to wait).
+#[derive(Debug)]
+pub(crate) struct Stream {
+    sock: Sock,
+    tls: Option<Box<rustls::ServerConnection>>,
+}
+
+impl From<Sock> for Stream {
+    fn from(sock: Sock) -> Self {
+        Stream { sock, tls: None }
+    }
+}
+
+impl Stream {
+    /// `O_NONBLOCK` on or off.
+    pub(crate) fn set_nonblocking(&self, yes: bool) -> io::Result<()> {
+        match &self.sock {
+            Sock::Unix(s) => s.set_nonblocking(yes),
+            Sock::Tcp(s) => s.set_nonblocking(yes),
+        }
+    }
+
+    /// `SO_SNDTIMEO` and `SO_RCVTIMEO`: a blocking write or read gives up after `t`.
+    pub(crate) fn set_timeouts(&self, t: Option<Duration>) -> io::Result<()> {
+        match &self.sock {
+            Sock::Unix(s) => s.set_write_timeout(t).and_then(|_| s.set_read_timeout(t)),
+            Sock::Tcp(s) => s.set_write_timeout(t).and_then(|_| s.set_read_timeout(t)),
+        }
+    }
+
+    /// Closes both directions (`shutdown(2)`), so the peer sees the end at once; a TLS
+    /// session says `close_notify` first.
+    pub(crate) fn close(&mut self) {
+        if let Some(tls) = &mut self.tls {
+            tls.send_close_notify();
+            let _ = tls.write_tls(&mut self.sock);
+        }
+        let _ = match &self.sock {
+            Sock::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Sock::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
+    /// The peer, for logs.
+    pub(crate) fn peer(&self) -> String {
+        match &self.sock {
+            Sock::Unix(_) => "unix".to_string(),
+            Sock::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "tcp".to_string()),
+        }
+    }
+
+    /// True once TLS is on.
+    pub(crate) fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Runs the TLS handshake as server (on a blocking socket, bounded by its timeouts);
+    /// from then on every read and write is encrypted.
+    pub(crate) fn start_tls(&mut self, config: Arc<rustls::ServerConfig>) -> io::Result<()> {
+        let mut tls = rustls::ServerConnection::new(config).map_err(io::Error::other)?;
+        while tls.is_handshaking() {
+            if let Err(e) = tls.complete_io(&mut self.sock) {
+                // Tell the client why (the alert is queued by rustls), then give up.
+                let _ = tls.write_tls(&mut self.sock);
+                return Err(e);
+            }
+        }
+        self.tls = Some(Box::new(tls));
+        Ok(())
+    }
+
+    /// Plaintext that TLS has decrypted and not yet handed out: the socket may not be
+    /// readable although a read would return data.
+    pub(crate) fn buffered(&mut self) -> bool {
+        self.tls.as_mut().is_some_and(|t| {
+            t.process_new_packets()
+                .is_ok_and(|s| s.plaintext_bytes_to_read() > 0)
+        })
+    }
+
+    /// Encrypted bytes waiting for the socket to take them.
+    pub(crate) fn wants_write(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+
+    /// Writes what TLS holds for the socket; true when nothing is left.
+    pub(crate) fn flush_tls(&mut self) -> io::Result<bool> {
+        let Some(tls) = &mut self.tls else {
+            return Ok(true);
+        };
+        while tls.wants_write() {
+            match tls.write_tls(&mut self.sock) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Most plaintext one TLS write takes before the socket must drain it.
+const TLS_WRITE_CHUNK: usize = 256 << 10;
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(tls) = &mut self.tls else {
+            return self.sock.read(buf);
+        };
+        loop {
+            match tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            match tls.read_tls(&mut self.sock) {
+                // The peer closed the socket without close_notify: the end of the stream.
+                Ok(0) => return Ok(0),
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+            if let Err(e) = tls.process_new_packets() {
+                let _ = tls.write_tls(&mut self.sock);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            }
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        if self.tls.is_none() {
+            return self.sock.write_vectored(bufs);
+        }
+        // Earlier records first; take new plaintext only once the socket took them.
+        if !self.flush_tls()? {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let Some(tls) = &mut self.tls else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        for b in bufs {
+            if n >= TLS_WRITE_CHUNK {
+                break;
+            }
+            let take = b.len().min(TLS_WRITE_CHUNK - n);
+            n += tls.writer().write(&b[..take])?;
+        }
+        match self.flush_tls() {
+            Ok(_) => Ok(n),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        while !self.flush_tls()? {
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+}
+
 impl AsFd for Stream {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Stream::Unix(s) => s.as_fd(),
-            Stream::Tcp(s) => s.as_fd(),
+        match &self.sock {
+            Sock::Unix(s) => s.as_fd(),
+            Sock::Tcp(s) => s.as_fd(),
         }
     }
 }

@@ -67,6 +67,8 @@ pub struct Opts {
     pub description: &'static str,
     /// Fill the image with random bytes from this seed (zeroes otherwise, sparse).
     pub random: Option<u64>,
+    /// TLS offered or required.
+    pub tls: Option<vecio_nbd::Tls>,
 }
 
 impl Default for Opts {
@@ -81,6 +83,7 @@ impl Default for Opts {
             name: "",
             description: "",
             random: None,
+            tls: None,
         }
     }
 }
@@ -131,6 +134,8 @@ pub fn start_on(dir: tempfile::TempDir, image: PathBuf, o: Opts) -> Running {
         ServerOptions {
             aio: o.aio,
             shared: o.shared,
+            tls: o.tls,
+            oneshot: false,
         },
     )
     .unwrap();
