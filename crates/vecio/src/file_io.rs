@@ -1,6 +1,14 @@
 //! Blocking single-request calls on a [`File`]: `read_at`, `write_at` and their vectored and
 //! flagged forms. An aligned (or buffered) request is one system call with no allocation and,
 //! for one buffer, no array walk; anything else takes the one-request [`Batch`] path.
+//!
+//! # Deadlock avoidance
+//!
+//! An unaligned write to a direct file holds the blocks it touches exclusive while it reads and
+//! writes them back. If this thread has [`Queue`](crate::Queue) requests in flight (pushed,
+//! not yet reaped) over those blocks, waiting for them would never end, so the call fails at
+//! once with [`Error::Io`] carrying `EDEADLK`: reap the queue, then call again. See
+//! `docs/engine.md`, "Locking rules".
 
 use std::io::{IoSlice, IoSliceMut};
 
@@ -36,6 +44,10 @@ impl File {
 
     /// Writes `buf` at `offset` (`pwrite(2)`); returns bytes written. The plain case is one
     /// `pwrite`, as for [`read_at`](Self::read_at).
+    ///
+    /// On a direct file, an unaligned write over blocks this thread's own unreaped
+    /// [`Queue`](crate::Queue) requests hold fails with `EDEADLK` ("reap, then call again")
+    /// instead of waiting on requests only this thread can finish.
     #[inline]
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         if self.plain_write && !buf.is_empty() && offset <= MAX_OFFSET - buf.len() as u64 {

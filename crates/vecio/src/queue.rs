@@ -7,6 +7,15 @@
 //! direct-I/O alignment refuses, or one of more than `IOV_MAX` buffers, is served at once by the
 //! blocking [`Batch`] path and its completion is ready at the next reap.
 //!
+//! # Locking
+//!
+//! A direct request holds its range of the file's range lock shared from push until it is
+//! reaped. A blocking call on the same thread that needs those blocks exclusive (an unaligned
+//! [`File::write_at`] on a direct file, `RWF_APPEND` at the end block) fails with `EDEADLK`
+//! instead of waiting on requests only this thread can reap; reap first. An unaligned request
+//! pushed here drains this queue before it runs, so it never conflicts with the queue's own
+//! requests (a second queue on the same thread gets `EDEADLK` in that request's completion).
+//!
 //! ```
 //! use std::sync::Arc;
 //! use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
