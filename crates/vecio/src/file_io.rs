@@ -75,6 +75,54 @@ impl File {
         self.io_at(IoIter::write_from(buf), offset, RwFlags::empty())
     }
 
+    /// Reads exactly `buf.len()` bytes at `offset`, resuming short reads (as
+    /// `std::os::unix::fs::FileExt::read_exact_at`). Reaching the end of the file first is an
+    /// [`Error::Io`] of kind `UnexpectedEof`; the bytes before it are in `buf`.
+    ///
+    /// ```
+    /// # fn main() -> vecio::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let file = vecio::File::options().read(true).write(true).create(true)
+    ///     .open(dir.path().join("f"))?;
+    /// file.write_all_at(b"hello world", 0)?;
+    /// let mut buf = [0u8; 5];
+    /// file.read_exact_at(&mut buf, 6)?;
+    /// assert_eq!(&buf, b"world");
+    /// assert!(file.read_exact_at(&mut buf, 8).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset)? {
+                0 => {
+                    return Err(Error::Io {
+                        path: self.shared_path(),
+                        request: 0,
+                        offset,
+                        source: std::io::ErrorKind::UnexpectedEof.into(),
+                    })
+                }
+                n => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all of `buf` at `offset`, resuming short writes (as
+    /// `std::os::unix::fs::FileExt::write_all_at`).
+    pub fn write_all_at(&self, mut buf: &[u8], mut offset: u64) -> Result<()> {
+        while !buf.is_empty() {
+            // write_at never returns Ok(0) for a non-empty buffer: no progress is EIO.
+            let n = self.write_at(buf, offset)?;
+            buf = &buf[n..];
+            offset += n as u64;
+        }
+        Ok(())
+    }
+
     /// Reads into `bufs` at `offset` (`preadv2(2)`) with `flags`. One buffer and no flags
     /// reduce to [`read_at`](Self::read_at).
     #[inline]

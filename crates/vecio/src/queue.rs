@@ -82,8 +82,14 @@ impl OwnedBuf {
 pub struct Completion {
     /// The caller's tag, given at push.
     pub user_data: u64,
-    /// Bytes moved, or the error (with file, offset and request context).
+    /// Bytes moved, or the error (with file, offset and request context) when none were.
     pub result: Result<usize>,
+    /// When `result` is `Ok(n)` short of the request because the kernel failed after `n`
+    /// bytes, that failure (at the offset where it happened), so a server need not re-push
+    /// the tail to learn the errno. `None` when the request completed, stopped at end of file,
+    /// or failed outright (then `result` is the error). Requests served by the blocking path
+    /// (unaligned direct ones) report `None` here for now.
+    pub stopped_by: Option<Error>,
     /// The request's buffers, handed back.
     pub bufs: Vec<OwnedBuf>,
 }
@@ -271,11 +277,10 @@ impl Queue {
             return true;
         }
         let a = file.dio_align();
-        let (mem, off) = (a.mem as usize - 1, a.offset as usize - 1);
-        (offset as usize | len) & off == 0
+        a.allows(offset, len as u64)
             && iov
                 .iter()
-                .all(|v| (v.iov_base as usize) & mem == 0 && v.iov_len & off == 0)
+                .all(|v| a.allows_segment(v.iov_base as usize, v.iov_len))
     }
 
     /// Serves a request the engine cannot take as it is, through a blocking batch. Waits for
@@ -319,6 +324,7 @@ impl Queue {
         self.ready.push(Completion {
             user_data,
             result,
+            stopped_by: None,
             bufs,
         });
     }
@@ -365,6 +371,27 @@ impl Queue {
             self.ready.push(Completion {
                 user_data: f.user_data,
                 result,
+                stopped_by: None,
+                bufs: f.bufs,
+            });
+        }
+    }
+
+    /// Ends a slot with the kernel's `errno`: the error itself when nothing was done, else the
+    /// bytes done and the error beside them.
+    fn fail(&mut self, slot: usize, errno: i32) {
+        if let Some(f) = self.take(slot) {
+            let e = f.file.request_error(0, f.offset, f.flags, errno);
+            let (result, stopped_by) = if f.done > 0 {
+                (Ok(f.done), Some(e))
+            } else {
+                (Err(e), None)
+            };
+            self.spare_iov.push(f.iov);
+            self.ready.push(Completion {
+                user_data: f.user_data,
+                result,
+                stopped_by,
                 bufs: f.bufs,
             });
         }
@@ -429,13 +456,11 @@ impl Queue {
                 continue;
             };
             let rest: usize = f.iov[f.first..].iter().map(|v| v.iov_len).sum();
-            let finished = if c.result < 0 {
-                Some(if f.done > 0 {
-                    Ok(f.done)
-                } else {
-                    Err(f.file.request_error(0, f.offset, f.flags, -c.result as i32))
-                })
-            } else {
+            if c.result < 0 {
+                self.fail(slot, -c.result as i32);
+                continue;
+            }
+            let finished = {
                 let n = c.result as usize;
                 f.done += n;
                 f.offset += n as u64;
@@ -457,14 +482,7 @@ impl Queue {
                 Some(result) => self.finish(slot, |_| result),
                 None => {
                     if let Err(e) = self.issue(slot) {
-                        let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                        self.finish(slot, |f| {
-                            if f.done > 0 {
-                                Ok(f.done)
-                            } else {
-                                Err(f.file.request_error(0, f.offset, f.flags, errno))
-                            }
-                        });
+                        self.fail(slot, e.raw_os_error().unwrap_or(libc::EIO));
                     }
                 }
             }
