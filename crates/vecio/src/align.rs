@@ -142,6 +142,7 @@ fn slot_op(slot: &Slot<'_>, offset: u64, iov: &libc::iovec, dir: Dir, tag: u64) 
         pool: None,
         tag,
         fast: std::ptr::null(),
+        cmd: crate::engine::Cmd::Rw,
     }
 }
 

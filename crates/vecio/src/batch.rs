@@ -314,6 +314,7 @@ impl<'a> Slot<'a> {
             pool: self.iter.pool_id(),
             tag: tag as u64,
             fast: self.file.fast_read_ptr(),
+            cmd: crate::engine::Cmd::Rw,
         }
     }
 

@@ -201,6 +201,7 @@ impl File {
                 pool: None,
                 tag: 0,
                 fast: std::ptr::null(),
+                cmd: crate::engine::Cmd::Rw,
             };
             let r = crate::engine::syscall::vectored(&op);
             if r < 0 {

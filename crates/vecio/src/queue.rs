@@ -37,7 +37,9 @@
 
 use std::sync::Arc;
 
-use crate::engine::{Cqe, Engine, Op, SyncEngine, IOV_MAX};
+use crate::engine::{Cmd, Cqe, Engine, Op, SyncEngine, IOV_MAX};
+
+mod cmd;
 use crate::error::{Error, Invalid, Result};
 use crate::{AlignedBuf, Batch, Dir, File, IoIter, PoolBuf, RwFlags};
 
@@ -109,6 +111,10 @@ struct InFlight {
     pool: Option<u64>,
     /// Shared range-lock ticket of a direct request.
     ticket: Option<u64>,
+    /// A read or write, or a whole-file command (fsync, fallocate).
+    cmd: Cmd,
+    /// A command's length (fallocate).
+    cmd_len: usize,
 }
 
 // SAFETY: the iovecs point into `bufs`, which the InFlight owns; moving it between threads
@@ -251,6 +257,8 @@ impl Queue {
             done: 0,
             pool,
             ticket,
+            cmd: Cmd::Rw,
+            cmd_len: 0,
         });
         self.in_flight += 1;
         if let Err(e) = self.issue(slot) {
@@ -340,12 +348,16 @@ impl Queue {
             offset: f.offset,
             iov: rest.as_ptr(),
             nr_segs: rest.len() as u32,
-            len: rest.iter().map(|v| v.iov_len).sum(),
+            len: match f.cmd {
+                Cmd::Rw => rest.iter().map(|v| v.iov_len).sum(),
+                _ => f.cmd_len,
+            },
             dir: f.dir,
             flags: f.flags,
             pool: f.pool,
             tag: slot as u64,
             fast: f.file.fast_read_ptr(),
+            cmd: f.cmd,
         };
         // SAFETY: the iovecs and the buffers they point into are owned by the slot, which
         // stays put (its Vec never shrinks and the slot is not reused) until the completion

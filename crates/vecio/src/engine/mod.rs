@@ -57,6 +57,24 @@ pub struct Op {
     /// The file's fast-read history, or null: engines with a fast-read policy try buffered
     /// reads inline when it is set.
     pub fast: *const crate::FastReadState,
+    /// What the op does: a read or write of `iov`, or a whole-file command.
+    pub cmd: Cmd,
+}
+
+/// What an [`Op`] asks of the kernel. Commands other than [`Cmd::Rw`] ignore `iov`,
+/// `nr_segs`, `dir` and `flags`, and complete with 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cmd {
+    /// `preadv2(2)`/`pwritev2(2)` (by `dir`) of the op's segments.
+    #[default]
+    Rw,
+    /// `fsync(2)` (`IORING_OP_FSYNC`).
+    Fsync,
+    /// `fdatasync(2)` (`IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`).
+    Fdatasync,
+    /// `fallocate(2)` of `len` bytes at `offset` with these `FALLOC_FL_*` mode bits
+    /// (`IORING_OP_FALLOCATE`).
+    Fallocate(i32),
 }
 
 // SAFETY: an Op is a description of memory its pusher guarantees stays valid (see

@@ -126,6 +126,9 @@ impl PoolEngine {
     /// Tries `op` inline with `RWF_NOWAIT`. Returns the bytes done and whether the op is
     /// finished; `None` when it was not tried.
     fn try_inline(&mut self, op: &Op, state: &FastReadState) -> Option<(i64, bool)> {
+        if op.cmd != super::Cmd::Rw {
+            return None;
+        }
         let read = op.dir == Dir::Dest;
         let tried = if read {
             match state.decide(&self.policy) {
