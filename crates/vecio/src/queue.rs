@@ -1,39 +1,4 @@
-//! `Queue`: the completion API for servers that keep many requests in flight from one thread:
-//! push requests with buffers the queue owns until they complete, submit, reap completions.
-//!
-//! Buffers are moved into the queue and handed back with the completion, so no request can
-//! outlive its memory (forgetting a `Queue` leaks its buffers rather than freeing memory the
-//! kernel still writes). Aligned requests go to the engine as they are; a request the file's
-//! direct-I/O alignment refuses, or one of more than `IOV_MAX` buffers, is served at once by the
-//! blocking [`Batch`] path and its completion is ready at the next reap.
-//!
-//! # Locking
-//!
-//! A direct request holds its range of the file's range lock shared from push until it is
-//! reaped. A blocking call on the same thread that needs those blocks exclusive (an unaligned
-//! [`File::write_at`] on a direct file, `RWF_APPEND` at the end block) fails with `EDEADLK`
-//! instead of waiting on requests only this thread can reap; reap first. An unaligned request
-//! pushed here drains this queue before it runs, so it never conflicts with the queue's own
-//! requests (a second queue on the same thread gets `EDEADLK` in that request's completion).
-//!
-//! ```
-//! use std::sync::Arc;
-//! use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
-//! # fn main() -> vecio::Result<()> {
-//! # let dir = tempfile::tempdir().unwrap();
-//! let file = Arc::new(File::options().write(true).create(true).open(dir.path().join("f"))?);
-//! let mut queue = Queue::new(EngineKind::Uring.build()?);
-//! for i in 0..4u64 {
-//!     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(4096));
-//!     queue.push_write(&file, i * 4096, vec![buf], RwFlags::empty(), i).map_err(|(e, _)| e)?;
-//! }
-//! queue.submit_and_wait(4)?;
-//! let mut done = Vec::new();
-//! queue.reap(&mut done);
-//! assert_eq!(done.len(), 4);
-//! assert!(done.iter().all(|c| matches!(c.result, Ok(4096))));
-//! # Ok(()) }
-//! ```
+//! [`Queue`]: many requests in flight from one thread (documented on the type).
 
 use std::sync::Arc;
 
@@ -121,7 +86,44 @@ struct InFlight {
 // moves that ownership along.
 unsafe impl Send for InFlight {}
 
-/// Many requests in flight from one thread (see the [module docs](self)).
+/// Many requests in flight from one thread.
+///
+/// `Queue`: the completion API for servers that keep many requests in flight from one thread:
+/// push requests with buffers the queue owns until they complete, submit, reap completions.
+///
+/// Buffers are moved into the queue and handed back with the completion, so no request can
+/// outlive its memory (forgetting a `Queue` leaks its buffers rather than freeing memory the
+/// kernel still writes). Aligned requests go to the engine as they are; a request the file's
+/// direct-I/O alignment refuses, or one of more than `IOV_MAX` buffers, is served at once by the
+/// blocking [`Batch`] path and its completion is ready at the next reap.
+///
+/// # Locking
+///
+/// A direct request holds its range of the file's range lock shared from push until it is
+/// reaped. A blocking call on the same thread that needs those blocks exclusive (an unaligned
+/// [`File::write_at`] on a direct file, `RWF_APPEND` at the end block) fails with `EDEADLK`
+/// instead of waiting on requests only this thread can reap; reap first. An unaligned request
+/// pushed here drains this queue before it runs, so it never conflicts with the queue's own
+/// requests (a second queue on the same thread gets `EDEADLK` in that request's completion).
+///
+/// ```
+/// use std::sync::Arc;
+/// use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
+/// # fn main() -> vecio::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let file = Arc::new(File::options().write(true).create(true).open(dir.path().join("f"))?);
+/// let mut queue = Queue::new(EngineKind::Uring.build()?);
+/// for i in 0..4u64 {
+///     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(4096));
+///     queue.push_write(&file, i * 4096, vec![buf], RwFlags::empty(), i).map_err(|(e, _)| e)?;
+/// }
+/// queue.submit_and_wait(4)?;
+/// let mut done = Vec::new();
+/// queue.reap(&mut done);
+/// assert_eq!(done.len(), 4);
+/// assert!(done.iter().all(|c| matches!(c.result, Ok(4096))));
+/// # Ok(()) }
+/// ```
 pub struct Queue {
     // Declared first so that it drops first: its Drop waits for everything in flight.
     engine: Box<dyn Engine>,
