@@ -196,8 +196,7 @@ impl Export {
         if !self.file.is_direct() {
             return true;
         }
-        let a = self.file.dio_align().offset as u64 - 1;
-        (offset | len) & a == 0
+        self.file.dio_align().allows(offset, len)
     }
 
     /// Memory alignment for request buffers (at least a page).

@@ -27,15 +27,26 @@ pub(crate) fn rmw_write(
     };
 
     let (_guard, size) = if slot.flags.contains(RwFlags::APPEND) {
-        // RWF_APPEND: the offset is the end of file, which only the whole-file lock holds
-        // still. The write itself then goes at that offset, without the flag.
-        let guard = file.locks.exclusive(0, u64::MAX);
-        match size_now() {
-            Ok(size) => {
-                slot.offset = size;
-                (guard, size)
+        // RWF_APPEND: the offset is the end of file. Everything from the block holding the
+        // end on is held exclusive (nothing before it: requests in flight inside the file do
+        // not stop an append); if the file shrank below that block meanwhile, look again. The
+        // write itself then goes at that offset, without the flag.
+        loop {
+            let before = match size_now() {
+                Ok(s) => s / bs * bs,
+                Err(errno) => return Ok((0, Some(errno))),
+            };
+            let Ok(guard) = file.locks.try_exclusive(before, u64::MAX) else {
+                return Ok((0, Some(libc::EDEADLK)));
+            };
+            match size_now() {
+                Ok(size) if size >= before => {
+                    slot.offset = size;
+                    break (guard, size);
+                }
+                Ok(_) => continue,
+                Err(errno) => return Ok((0, Some(errno))),
             }
-            Err(errno) => return Ok((0, Some(errno))),
         }
     } else {
         let offset = slot.offset;
@@ -47,7 +58,10 @@ pub(crate) fn rmw_write(
         // A window reaching past the end grows the file, then cuts it back: hold everything
         // from its start on, so no other write or read past the end lands in between.
         let lock_end = if end > size { u64::MAX } else { end };
-        let guard = file.locks.exclusive(offset / bs * bs, lock_end);
+        let Ok(guard) = file.locks.try_exclusive(offset / bs * bs, lock_end) else {
+            // The range is held by this thread's own queued requests: waiting would never end.
+            return Ok((0, Some(libc::EDEADLK)));
+        };
         match size_now() {
             Ok(size) => (guard, size),
             Err(errno) => return Ok((0, Some(errno))),
@@ -128,6 +142,7 @@ fn slot_op(slot: &Slot<'_>, offset: u64, iov: &libc::iovec, dir: Dir, tag: u64) 
         pool: None,
         tag,
         fast: std::ptr::null(),
+        cmd: crate::engine::Cmd::Rw,
     }
 }
 

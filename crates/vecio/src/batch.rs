@@ -1,23 +1,4 @@
-//! `Batch`: set up once, fed many requests, submitted as a whole and waited on as a whole: the
-//! reworked `struct dio` of the 2002 readv/writev change, over any [`Engine`].
-//!
-//! ```
-//! use std::io::IoSlice;
-//! use vecio::{Batch, EngineKind, File, IoIter, RwFlags};
-//! # fn main() -> vecio::Result<()> {
-//! # let dir = tempfile::tempdir().unwrap();
-//! let file = File::options().write(true).create(true).open(dir.path().join("f"))?;
-//! let (a, b) = (vec![1u8; 4096], vec![2u8; 4096]);
-//! let segs = [IoSlice::new(&a), IoSlice::new(&b)];
-//! let mut engine = EngineKind::Uring.build()?;
-//! let mut batch = Batch::new();
-//! batch.push(&file, 0, IoIter::writev_from(&segs), RwFlags::empty());
-//! batch.push(&file, 8192, IoIter::write_from(&a), RwFlags::DSYNC);
-//! let done = batch.run(engine.as_mut());
-//! assert_eq!(done[0].as_ref().ok(), Some(&8192));
-//! assert_eq!(done[1].as_ref().ok(), Some(&4096));
-//! # Ok(()) }
-//! ```
+//! [`Batch`]: many requests submitted together and waited on together (documented on the type).
 
 use crate::engine::{Cqe, Engine, Op, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
@@ -53,7 +34,28 @@ pub(crate) struct Slot<'a> {
     nr_ops: usize,
 }
 
-/// Many requests submitted together and waited on together (see the [module docs](self)).
+/// Many requests submitted together and waited on together.
+///
+/// `Batch`: set up once, fed many requests, submitted as a whole and waited on as a whole: the
+/// reworked `struct dio` of the 2002 readv/writev change, over any [`Engine`].
+///
+/// ```
+/// use std::io::IoSlice;
+/// use vecio::{Batch, EngineKind, File, IoIter, RwFlags};
+/// # fn main() -> vecio::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let file = File::options().write(true).create(true).open(dir.path().join("f"))?;
+/// let (a, b) = (vec![1u8; 4096], vec![2u8; 4096]);
+/// let segs = [IoSlice::new(&a), IoSlice::new(&b)];
+/// let mut engine = EngineKind::Uring.build()?;
+/// let mut batch = Batch::new();
+/// batch.push(&file, 0, IoIter::writev_from(&segs), RwFlags::empty());
+/// batch.push(&file, 8192, IoIter::write_from(&a), RwFlags::DSYNC);
+/// let done = batch.run(engine.as_mut());
+/// assert_eq!(done[0].as_ref().ok(), Some(&8192));
+/// assert_eq!(done[1].as_ref().ok(), Some(&4096));
+/// # Ok(()) }
+/// ```
 #[derive(Default)]
 pub struct Batch<'a> {
     slots: Vec<Slot<'a>>,
@@ -314,6 +316,7 @@ impl<'a> Slot<'a> {
             pool: self.iter.pool_id(),
             tag: tag as u64,
             fast: self.file.fast_read_ptr(),
+            cmd: crate::engine::Cmd::Rw,
         }
     }
 

@@ -132,3 +132,53 @@ impl Error {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<Error> for io::Error {
+    /// An `io::Error` of the kind the errno behind `e` maps to (`InvalidInput` for a malformed
+    /// request or a path that is not a file or device), whose message is `e`'s (with the file,
+    /// request and offset) and whose inner error is `e` itself: `get_ref()` and a downcast give
+    /// it back, with its [`raw_os_error`](Error::raw_os_error).
+    fn from(e: Error) -> io::Error {
+        let kind = match (&e, e.raw_os_error()) {
+            (Error::Invalid { .. } | Error::NotRegular { .. }, _) => io::ErrorKind::InvalidInput,
+            (_, Some(errno)) => io::Error::from_raw_os_error(errno).kind(),
+            (_, None) => e.io_error().map_or(io::ErrorKind::Other, io::Error::kind),
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+impl From<(Error, Vec<crate::OwnedBuf>)> for Error {
+    /// The error of a refused [`Queue`](crate::Queue) push, dropping the buffers it handed
+    /// back, so `queue.push_read(...)?` works in a function returning [`Result`].
+    fn from((e, _bufs): (Error, Vec<crate::OwnedBuf>)) -> Error {
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_error_keeps_the_kind_and_the_vecio_error() {
+        let e = Error::Io {
+            path: Arc::from(Path::new("/x")),
+            request: 2,
+            offset: 4096,
+            source: io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        let io: io::Error = e.into();
+        assert_eq!(io.kind(), io::ErrorKind::StorageFull);
+        assert!(io.to_string().contains("/x: request 2 at offset 4096"), "{io}");
+        let back = io.get_ref().and_then(|i| i.downcast_ref::<Error>());
+        assert_eq!(back.and_then(Error::raw_os_error), Some(libc::ENOSPC));
+        let bad = Error::Invalid {
+            path: Arc::from(Path::new("/x")),
+            request: 0,
+            offset: 0,
+            reason: Invalid::Empty,
+        };
+        assert_eq!(io::Error::from(bad).kind(), io::ErrorKind::InvalidInput);
+    }
+}

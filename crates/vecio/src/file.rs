@@ -36,6 +36,33 @@ pub struct DioAlign {
     pub source: AlignSource,
 }
 
+impl DioAlign {
+    /// True when a transfer of `len` bytes at file offset `offset` meets the offset alignment:
+    /// the one rule every part of vecio (engines, `Queue`, servers) uses to decide whether a
+    /// direct request goes to the kernel as it is or is widened (bounce buffer,
+    /// read-modify-write).
+    ///
+    /// ```
+    /// use vecio::{AlignSource, DioAlign};
+    /// let a = DioAlign { mem: 512, offset: 4096, source: AlignSource::Statx };
+    /// assert!(a.allows(8192, 4096));
+    /// assert!(!a.allows(8192, 100));
+    /// assert!(a.allows_segment(0x1000, 4096) && !a.allows_segment(0x1001, 4096));
+    /// ```
+    #[inline]
+    pub fn allows(&self, offset: u64, len: u64) -> bool {
+        (offset | len) & (self.offset as u64).wrapping_sub(1) == 0
+    }
+
+    /// True when a memory segment at address `addr` of `len` bytes may take part in a direct
+    /// transfer: its address meets the memory alignment and its length the offset alignment.
+    #[inline]
+    pub fn allows_segment(&self, addr: usize, len: usize) -> bool {
+        addr & (self.mem as usize).wrapping_sub(1) == 0
+            && len & (self.offset as usize).wrapping_sub(1) == 0
+    }
+}
+
 /// Where a [`DioAlign`] was learned.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AlignSource {
@@ -364,7 +391,7 @@ impl File {
         if !self.direct {
             return true;
         }
-        (offset | iter.len() as u64) & self.offset_mask == 0
+        self.align.allows(offset, iter.len() as u64)
             && iter.is_aligned(self.mem_mask + 1, self.offset_mask as usize + 1)
     }
 

@@ -1,6 +1,14 @@
 //! Blocking single-request calls on a [`File`]: `read_at`, `write_at` and their vectored and
 //! flagged forms. An aligned (or buffered) request is one system call with no allocation and,
 //! for one buffer, no array walk; anything else takes the one-request [`Batch`] path.
+//!
+//! # Deadlock avoidance
+//!
+//! An unaligned write to a direct file holds the blocks it touches exclusive while it reads and
+//! writes them back. If this thread has [`Queue`](crate::Queue) requests in flight (pushed,
+//! not yet reaped) over those blocks, waiting for them would never end, so the call fails at
+//! once with [`Error::Io`] carrying `EDEADLK`: reap the queue, then call again. See
+//! `docs/engine.md`, "Locking rules".
 
 use std::io::{IoSlice, IoSliceMut};
 
@@ -36,6 +44,10 @@ impl File {
 
     /// Writes `buf` at `offset` (`pwrite(2)`); returns bytes written. The plain case is one
     /// `pwrite`, as for [`read_at`](Self::read_at).
+    ///
+    /// On a direct file, an unaligned write over blocks this thread's own unreaped
+    /// [`Queue`](crate::Queue) requests hold fails with `EDEADLK` ("reap, then call again")
+    /// instead of waiting on requests only this thread can finish.
     #[inline]
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         if self.plain_write && !buf.is_empty() && offset <= MAX_OFFSET - buf.len() as u64 {
@@ -61,6 +73,54 @@ impl File {
             }
         }
         self.io_at(IoIter::write_from(buf), offset, RwFlags::empty())
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`, resuming short reads (as
+    /// `std::os::unix::fs::FileExt::read_exact_at`). Reaching the end of the file first is an
+    /// [`Error::Io`] of kind `UnexpectedEof`; the bytes before it are in `buf`.
+    ///
+    /// ```
+    /// # fn main() -> vecio::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let file = vecio::File::options().read(true).write(true).create(true)
+    ///     .open(dir.path().join("f"))?;
+    /// file.write_all_at(b"hello world", 0)?;
+    /// let mut buf = [0u8; 5];
+    /// file.read_exact_at(&mut buf, 6)?;
+    /// assert_eq!(&buf, b"world");
+    /// assert!(file.read_exact_at(&mut buf, 8).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset)? {
+                0 => {
+                    return Err(Error::Io {
+                        path: self.shared_path(),
+                        request: 0,
+                        offset,
+                        source: std::io::ErrorKind::UnexpectedEof.into(),
+                    })
+                }
+                n => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all of `buf` at `offset`, resuming short writes (as
+    /// `std::os::unix::fs::FileExt::write_all_at`).
+    pub fn write_all_at(&self, mut buf: &[u8], mut offset: u64) -> Result<()> {
+        while !buf.is_empty() {
+            // write_at never returns Ok(0) for a non-empty buffer: no progress is EIO.
+            let n = self.write_at(buf, offset)?;
+            buf = &buf[n..];
+            offset += n as u64;
+        }
+        Ok(())
     }
 
     /// Reads into `bufs` at `offset` (`preadv2(2)`) with `flags`. One buffer and no flags
@@ -141,6 +201,7 @@ impl File {
                 pool: None,
                 tag: 0,
                 fast: std::ptr::null(),
+                cmd: crate::engine::Cmd::Rw,
             };
             let r = crate::engine::syscall::vectored(&op);
             if r < 0 {

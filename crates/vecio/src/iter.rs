@@ -1,14 +1,4 @@
-//! `IoIter`: one type over the buffers of a request, after the kernel's `struct iov_iter`.
-//!
-//! Three kinds share one interface:
-//! - [`IterKind::Ubuf`]: one buffer. Every operation is a few integer updates; no array is walked.
-//! - [`IterKind::Iovec`]: the caller's `IoSlice`/`IoSliceMut` array, used in place.
-//! - [`IterKind::Pages`]: page-aligned buffers from a vecio [`PagePool`](crate::PagePool), which
-//!   io_uring can use as registered (fixed) buffers.
-//!
-//! The iterator keeps a window over the buffers: `advance` moves its start, `truncate` its end
-//! (the `iov_shorten` semantics: whole trailing segments drop out, the last one is cut), and
-//! `revert` moves the start back. The caller's array is never modified.
+//! [`IoIter`]: an iterator over the buffers of one request (documented on the type).
 
 use std::io::{IoSlice, IoSliceMut};
 use std::marker::PhantomData;
@@ -44,7 +34,19 @@ enum Repr<'a> {
     Pages { segs: &'a [iovec], pool: u64 },
 }
 
-/// An iterator over the buffers of one request (see the [module docs](self)).
+/// An iterator over the buffers of one request.
+///
+/// `IoIter`: one type over the buffers of a request, after the kernel's `struct iov_iter`.
+///
+/// Three kinds share one interface:
+/// - [`IterKind::Ubuf`]: one buffer. Every operation is a few integer updates; no array is walked.
+/// - [`IterKind::Iovec`]: the caller's `IoSlice`/`IoSliceMut` array, used in place.
+/// - [`IterKind::Pages`]: page-aligned buffers from a vecio [`PagePool`](crate::PagePool), which
+///   io_uring can use as registered (fixed) buffers.
+///
+/// The iterator keeps a window over the buffers: `advance` moves its start, `truncate` its end
+/// (the `iov_shorten` semantics: whole trailing segments drop out, the last one is cut), and
+/// `revert` moves the start back. The caller's array is never modified.
 pub struct IoIter<'a> {
     repr: Repr<'a>,
     dir: Dir,

@@ -1,34 +1,10 @@
-//! `Queue`: the completion API for servers that keep many requests in flight from one thread:
-//! push requests with buffers the queue owns until they complete, submit, reap completions.
-//!
-//! Buffers are moved into the queue and handed back with the completion, so no request can
-//! outlive its memory (forgetting a `Queue` leaks its buffers rather than freeing memory the
-//! kernel still writes). Aligned requests go to the engine as they are; a request the file's
-//! direct-I/O alignment refuses, or one of more than `IOV_MAX` buffers, is served at once by the
-//! blocking [`Batch`] path and its completion is ready at the next reap.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
-//! # fn main() -> vecio::Result<()> {
-//! # let dir = tempfile::tempdir().unwrap();
-//! let file = Arc::new(File::options().write(true).create(true).open(dir.path().join("f"))?);
-//! let mut queue = Queue::new(EngineKind::Uring.build()?);
-//! for i in 0..4u64 {
-//!     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(4096));
-//!     queue.push_write(&file, i * 4096, vec![buf], RwFlags::empty(), i).map_err(|(e, _)| e)?;
-//! }
-//! queue.submit_and_wait(4)?;
-//! let mut done = Vec::new();
-//! queue.reap(&mut done);
-//! assert_eq!(done.len(), 4);
-//! assert!(done.iter().all(|c| matches!(c.result, Ok(4096))));
-//! # Ok(()) }
-//! ```
+//! [`Queue`]: many requests in flight from one thread (documented on the type).
 
 use std::sync::Arc;
 
-use crate::engine::{Cqe, Engine, Op, SyncEngine, IOV_MAX};
+use crate::engine::{Cmd, Cqe, Engine, Op, SyncEngine, IOV_MAX};
+
+mod cmd;
 use crate::error::{Error, Invalid, Result};
 use crate::{AlignedBuf, Batch, Dir, File, IoIter, PoolBuf, RwFlags};
 
@@ -73,8 +49,14 @@ impl OwnedBuf {
 pub struct Completion {
     /// The caller's tag, given at push.
     pub user_data: u64,
-    /// Bytes moved, or the error (with file, offset and request context).
+    /// Bytes moved, or the error (with file, offset and request context) when none were.
     pub result: Result<usize>,
+    /// When `result` is `Ok(n)` short of the request because the kernel failed after `n`
+    /// bytes, that failure (at the offset where it happened), so a server need not re-push
+    /// the tail to learn the errno. `None` when the request completed, stopped at end of file,
+    /// or failed outright (then `result` is the error). Requests served by the blocking path
+    /// (unaligned direct ones) report `None` here for now.
+    pub stopped_by: Option<Error>,
     /// The request's buffers, handed back.
     pub bufs: Vec<OwnedBuf>,
 }
@@ -94,13 +76,54 @@ struct InFlight {
     pool: Option<u64>,
     /// Shared range-lock ticket of a direct request.
     ticket: Option<u64>,
+    /// A read or write, or a whole-file command (fsync, fallocate).
+    cmd: Cmd,
+    /// A command's length (fallocate).
+    cmd_len: usize,
 }
 
 // SAFETY: the iovecs point into `bufs`, which the InFlight owns; moving it between threads
 // moves that ownership along.
 unsafe impl Send for InFlight {}
 
-/// Many requests in flight from one thread (see the [module docs](self)).
+/// Many requests in flight from one thread.
+///
+/// `Queue`: the completion API for servers that keep many requests in flight from one thread:
+/// push requests with buffers the queue owns until they complete, submit, reap completions.
+///
+/// Buffers are moved into the queue and handed back with the completion, so no request can
+/// outlive its memory (forgetting a `Queue` leaks its buffers rather than freeing memory the
+/// kernel still writes). Aligned requests go to the engine as they are; a request the file's
+/// direct-I/O alignment refuses, or one of more than `IOV_MAX` buffers, is served at once by the
+/// blocking [`Batch`] path and its completion is ready at the next reap.
+///
+/// # Locking
+///
+/// A direct request holds its range of the file's range lock shared from push until it is
+/// reaped. A blocking call on the same thread that needs those blocks exclusive (an unaligned
+/// [`File::write_at`] on a direct file, `RWF_APPEND` at the end block) fails with `EDEADLK`
+/// instead of waiting on requests only this thread can reap; reap first. An unaligned request
+/// pushed here drains this queue before it runs, so it never conflicts with the queue's own
+/// requests (a second queue on the same thread gets `EDEADLK` in that request's completion).
+///
+/// ```
+/// use std::sync::Arc;
+/// use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
+/// # fn main() -> vecio::Result<()> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let file = Arc::new(File::options().write(true).create(true).open(dir.path().join("f"))?);
+/// let mut queue = Queue::new(EngineKind::Uring.build()?);
+/// for i in 0..4u64 {
+///     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(4096));
+///     queue.push_write(&file, i * 4096, vec![buf], RwFlags::empty(), i).map_err(|(e, _)| e)?;
+/// }
+/// queue.submit_and_wait(4)?;
+/// let mut done = Vec::new();
+/// queue.reap(&mut done);
+/// assert_eq!(done.len(), 4);
+/// assert!(done.iter().all(|c| matches!(c.result, Ok(4096))));
+/// # Ok(()) }
+/// ```
 pub struct Queue {
     // Declared first so that it drops first: its Drop waits for everything in flight.
     engine: Box<dyn Engine>,
@@ -236,6 +259,8 @@ impl Queue {
             done: 0,
             pool,
             ticket,
+            cmd: Cmd::Rw,
+            cmd_len: 0,
         });
         self.in_flight += 1;
         if let Err(e) = self.issue(slot) {
@@ -262,11 +287,10 @@ impl Queue {
             return true;
         }
         let a = file.dio_align();
-        let (mem, off) = (a.mem as usize - 1, a.offset as usize - 1);
-        (offset as usize | len) & off == 0
+        a.allows(offset, len as u64)
             && iov
                 .iter()
-                .all(|v| (v.iov_base as usize) & mem == 0 && v.iov_len & off == 0)
+                .all(|v| a.allows_segment(v.iov_base as usize, v.iov_len))
     }
 
     /// Serves a request the engine cannot take as it is, through a blocking batch. Waits for
@@ -310,6 +334,7 @@ impl Queue {
         self.ready.push(Completion {
             user_data,
             result,
+            stopped_by: None,
             bufs,
         });
     }
@@ -325,12 +350,16 @@ impl Queue {
             offset: f.offset,
             iov: rest.as_ptr(),
             nr_segs: rest.len() as u32,
-            len: rest.iter().map(|v| v.iov_len).sum(),
+            len: match f.cmd {
+                Cmd::Rw => rest.iter().map(|v| v.iov_len).sum(),
+                _ => f.cmd_len,
+            },
             dir: f.dir,
             flags: f.flags,
             pool: f.pool,
             tag: slot as u64,
             fast: f.file.fast_read_ptr(),
+            cmd: f.cmd,
         };
         // SAFETY: the iovecs and the buffers they point into are owned by the slot, which
         // stays put (its Vec never shrinks and the slot is not reused) until the completion
@@ -356,6 +385,27 @@ impl Queue {
             self.ready.push(Completion {
                 user_data: f.user_data,
                 result,
+                stopped_by: None,
+                bufs: f.bufs,
+            });
+        }
+    }
+
+    /// Ends a slot with the kernel's `errno`: the error itself when nothing was done, else the
+    /// bytes done and the error beside them.
+    fn fail(&mut self, slot: usize, errno: i32) {
+        if let Some(f) = self.take(slot) {
+            let e = f.file.request_error(0, f.offset, f.flags, errno);
+            let (result, stopped_by) = if f.done > 0 {
+                (Ok(f.done), Some(e))
+            } else {
+                (Err(e), None)
+            };
+            self.spare_iov.push(f.iov);
+            self.ready.push(Completion {
+                user_data: f.user_data,
+                result,
+                stopped_by,
                 bufs: f.bufs,
             });
         }
@@ -420,13 +470,11 @@ impl Queue {
                 continue;
             };
             let rest: usize = f.iov[f.first..].iter().map(|v| v.iov_len).sum();
-            let finished = if c.result < 0 {
-                Some(if f.done > 0 {
-                    Ok(f.done)
-                } else {
-                    Err(f.file.request_error(0, f.offset, f.flags, -c.result as i32))
-                })
-            } else {
+            if c.result < 0 {
+                self.fail(slot, -c.result as i32);
+                continue;
+            }
+            let finished = {
                 let n = c.result as usize;
                 f.done += n;
                 f.offset += n as u64;
@@ -448,14 +496,7 @@ impl Queue {
                 Some(result) => self.finish(slot, |_| result),
                 None => {
                     if let Err(e) = self.issue(slot) {
-                        let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                        self.finish(slot, |f| {
-                            if f.done > 0 {
-                                Ok(f.done)
-                            } else {
-                                Err(f.file.request_error(0, f.offset, f.flags, errno))
-                            }
-                        });
+                        self.fail(slot, e.raw_os_error().unwrap_or(libc::EIO));
                     }
                 }
             }

@@ -1,9 +1,17 @@
 //! A reader-writer lock over byte ranges of one file. Aligned direct writes hold their ranges
 //! shared; a read-modify-write of unaligned edges holds its widened range exclusive, so no
 //! other write can land between its read and its write and tear a block.
+//!
+//! Two kinds of holder: a scoped guard lives for one blocking call and never waits while it
+//! holds; a ticket lives as long as a [`Queue`](crate::Queue) request, from push until the
+//! thread that pushed it reaps it. A thread that waited on a ticket of its own would wait
+//! forever (only it can reap), so [`try_exclusive`](RangeLock::try_exclusive) refuses with
+//! `EDEADLK` instead of waiting when a conflicting holder is a ticket of the calling thread, or
+//! a ticket of a thread that is itself waiting on one of the caller's tickets.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::thread::ThreadId;
 
 #[derive(Debug, Clone, Copy)]
 struct Held {
@@ -11,6 +19,15 @@ struct Held {
     end: u64,
     exclusive: bool,
     id: u64,
+    /// The thread that pushed the queued request holding this range, for a ticket.
+    ticket_of: Option<ThreadId>,
+}
+
+/// A thread waiting in [`RangeLock::try_exclusive`], and what it waits for.
+struct Waiting {
+    thread: ThreadId,
+    start: u64,
+    end: u64,
 }
 
 /// Byte-range reader-writer lock (see the module docs).
@@ -27,6 +44,35 @@ struct State {
     /// Threads waiting on `freed`: a release wakes them only when there are any (a wake is a
     /// system call, and on the aligned path nobody waits).
     waiters: usize,
+    /// Threads waiting for an exclusive range they checked for self-deadlock.
+    waiting: Vec<Waiting>,
+}
+
+/// Waiting would never end: the conflicting range is held by the caller's own queued requests.
+#[derive(Debug)]
+pub(crate) struct WouldDeadlock;
+
+impl State {
+    /// True when waiting for `[start, end)` exclusive could never end: a conflicting holder is
+    /// a ticket of `me`, or a ticket of a thread waiting for a range one of `me`'s tickets holds.
+    fn would_deadlock(&self, me: ThreadId, start: u64, end: u64) -> bool {
+        let mine = |s: u64, e: u64| {
+            self.held
+                .iter()
+                .any(|h| h.ticket_of == Some(me) && overlaps(h, s, e))
+        };
+        self.held
+            .iter()
+            .filter(|h| overlaps(h, start, end))
+            .filter_map(|h| h.ticket_of)
+            .any(|owner| {
+                owner == me
+                    || self
+                        .waiting
+                        .iter()
+                        .any(|w| w.thread == owner && mine(w.start, w.end))
+            })
+    }
 }
 
 /// Every open inode's lock, by `(st_dev, st_ino)`: two `File`s of one inode in this process
@@ -71,15 +117,46 @@ impl RangeLock {
         self.acquire(ranges, false)
     }
 
-    /// Holds `[start, end)` exclusive (waits while anything overlaps it).
+    /// Holds `[start, end)` exclusive (waits while anything overlaps it). Tests only: the
+    /// library takes exclusive ranges with [`RangeLock::try_exclusive`], which refuses a
+    /// wait on the calling thread's own queued requests.
+    #[cfg(test)]
     pub(crate) fn exclusive(&self, start: u64, end: u64) -> RangeGuard<'_> {
         self.acquire(&[(start, end)], true)
+    }
+
+    /// Holds `[start, end)` exclusive, waiting while anything overlaps it unless the wait could
+    /// never end (see the module docs): then [`WouldDeadlock`], at once.
+    pub(crate) fn try_exclusive(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> Result<RangeGuard<'_>, WouldDeadlock> {
+        let me = std::thread::current().id();
+        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        while g.held.iter().any(|h| overlaps(h, start, end)) {
+            if g.would_deadlock(me, start, end) {
+                return Err(WouldDeadlock);
+            }
+            g.waiters += 1;
+            g.waiting.push(Waiting {
+                thread: me,
+                start,
+                end,
+            });
+            g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+            g.waiters -= 1;
+            if let Some(i) = g.waiting.iter().position(|w| w.thread == me) {
+                g.waiting.swap_remove(i);
+            }
+        }
+        Ok(Self::hold(&mut g, self, &[(start, end)], true, None))
     }
 
     /// Holds every range in `ranges` shared until [`release`](Self::release) is called with
     /// the returned ticket (for holders whose lifetime is not a scope, like queued requests).
     pub(crate) fn shared_ticket(&self, ranges: &[(u64, u64)]) -> u64 {
-        let guard = self.acquire(ranges, false);
+        let guard = self.acquire_as(ranges, false, Some(std::thread::current().id()));
         let id = guard.id;
         std::mem::forget(guard);
         id
@@ -94,6 +171,15 @@ impl RangeLock {
     }
 
     fn acquire(&self, ranges: &[(u64, u64)], exclusive: bool) -> RangeGuard<'_> {
+        self.acquire_as(ranges, exclusive, None)
+    }
+
+    fn acquire_as(
+        &self,
+        ranges: &[(u64, u64)],
+        exclusive: bool,
+        ticket_of: Option<ThreadId>,
+    ) -> RangeGuard<'_> {
         let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             let blocked = ranges.iter().any(|&(s, e)| {
@@ -108,6 +194,25 @@ impl RangeLock {
             g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
             g.waiters -= 1;
         }
+        let guard = Self::hold(&mut g, self, ranges, exclusive, ticket_of);
+        let checkers = ticket_of.is_some() && !g.waiting.is_empty();
+        drop(g);
+        if checkers {
+            // A thread already waiting may now wait on a cycle through this ticket: it looks
+            // again.
+            self.freed.notify_all();
+        }
+        guard
+    }
+
+    /// Records `ranges` as held under a new id.
+    fn hold<'a>(
+        g: &mut State,
+        lock: &'a RangeLock,
+        ranges: &[(u64, u64)],
+        exclusive: bool,
+        ticket_of: Option<ThreadId>,
+    ) -> RangeGuard<'a> {
         g.last_id += 1;
         let id = g.last_id;
         for &(start, end) in ranges {
@@ -116,9 +221,10 @@ impl RangeLock {
                 end,
                 exclusive,
                 id,
+                ticket_of,
             });
         }
-        RangeGuard { lock: self, id }
+        RangeGuard { lock, id }
     }
 }
 
@@ -155,7 +261,7 @@ mod tests {
         let a = l.shared(&[(0, 4096)]);
         let (l2, got2) = (l.clone(), got.clone());
         let t = std::thread::spawn(move || {
-            let _g = l2.exclusive(100, 200);
+            let _g = l2.try_exclusive(100, 200).unwrap();
             got2.store(true, Ordering::SeqCst);
         });
         std::thread::sleep(Duration::from_millis(50));

@@ -50,7 +50,7 @@ impl File {
             .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         let shifts = FallocateFlags::COLLAPSE_RANGE | FallocateFlags::INSERT_RANGE;
         let end = if mode.intersects(shifts) { u64::MAX } else { end };
-        let _guard = self.lock_blocks(offset, end);
+        let _guard = self.lock_blocks(offset, end)?;
         Ok(rustix::fs::fallocate(self, mode, offset, len)?)
     }
 
@@ -62,7 +62,7 @@ impl File {
     /// shorter of the old and new ends onwards is held, so a read-modify-write cannot write
     /// back bytes past a cut, nor lose the zeroes of a growth.
     pub fn set_len(&self, len: u64) -> std::io::Result<()> {
-        let _guard = self.lock_blocks(len, u64::MAX);
+        let _guard = self.lock_blocks(len, u64::MAX)?;
         self.set_len_unlocked(len)
     }
 
@@ -96,7 +96,7 @@ impl File {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         }
         let r = {
-            let _dst = out.lock_blocks(off_out, out_end);
+            let _dst = out.lock_blocks(off_out, out_end)?;
             let _src = (!same).then(|| self.locks.shared(&[(off_in, in_end)]));
             let (mut a, mut b) = (off_in, off_out);
             rustix::fs::copy_file_range(self, Some(&mut a), out, Some(&mut b), len)
@@ -146,15 +146,18 @@ impl File {
     }
 
     /// Holds the whole blocks (of the direct-I/O alignment) covering `[start, end)`
-    /// exclusively.
-    fn lock_blocks(&self, start: u64, end: u64) -> crate::rangelock::RangeGuard<'_> {
+    /// exclusively. `EDEADLK` instead of waiting forever when this thread's own unreaped Queue
+    /// requests hold some of them (reap them, then call again).
+    fn lock_blocks(&self, start: u64, end: u64) -> std::io::Result<crate::rangelock::RangeGuard<'_>> {
         let bs = (self.dio_align().offset as u64).max(1);
         let end = if end == u64::MAX {
             u64::MAX
         } else {
             end.div_ceil(bs).saturating_mul(bs)
         };
-        self.locks.exclusive(start / bs * bs, end)
+        self.locks
+            .try_exclusive(start / bs * bs, end)
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EDEADLK))
     }
 }
 

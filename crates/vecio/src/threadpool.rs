@@ -1,6 +1,4 @@
-//! A fixed pool of worker threads running blocking jobs from a bounded queue (the Samba and
-//! libuv pattern). A full queue makes the caller wait or hands the job back, by option; it never
-//! grows without bound. A job that panics is caught: its worker goes on with the next job.
+//! [`ThreadPool`]: a fixed pool of worker threads (documented on the type).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::thread::JoinHandle;
@@ -19,7 +17,11 @@ pub enum WhenFull {
     WouldBlock,
 }
 
-/// A fixed pool of worker threads (see the [module docs](self)).
+/// A fixed pool of worker threads.
+///
+/// A fixed pool of worker threads running blocking jobs from a bounded queue (the Samba and
+/// libuv pattern). A full queue makes the caller wait or hands the job back, by option; it never
+/// grows without bound. A job that panics is caught: its worker goes on with the next job.
 pub struct ThreadPool {
     tx: Option<Sender<Job>>,
     workers: Vec<JoinHandle<()>>,

@@ -57,6 +57,24 @@ pub struct Op {
     /// The file's fast-read history, or null: engines with a fast-read policy try buffered
     /// reads inline when it is set.
     pub fast: *const crate::FastReadState,
+    /// What the op does: a read or write of `iov`, or a whole-file command.
+    pub cmd: Cmd,
+}
+
+/// What an [`Op`] asks of the kernel. Commands other than [`Cmd::Rw`] ignore `iov`,
+/// `nr_segs`, `dir` and `flags`, and complete with 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cmd {
+    /// `preadv2(2)`/`pwritev2(2)` (by `dir`) of the op's segments.
+    #[default]
+    Rw,
+    /// `fsync(2)` (`IORING_OP_FSYNC`).
+    Fsync,
+    /// `fdatasync(2)` (`IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`).
+    Fdatasync,
+    /// `fallocate(2)` of `len` bytes at `offset` with these `FALLOC_FL_*` mode bits
+    /// (`IORING_OP_FALLOCATE`).
+    Fallocate(i32),
 }
 
 // SAFETY: an Op is a description of memory its pusher guarantees stays valid (see
@@ -179,5 +197,67 @@ pub trait Engine: Send {
     /// it ignore it.
     fn register_pool(&mut self, _pool: &PagePool) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// A boxed engine is an engine, so an `EngineKind::build()` result goes wherever an engine
+/// does: `batch.run(&mut engine)` as well as `batch.run(engine.as_mut())`.
+impl<E: Engine + ?Sized> Engine for Box<E> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    unsafe fn push(&mut self, op: Op) -> io::Result<()> {
+        // SAFETY: the caller's guarantee (Engine::push) is passed on unchanged.
+        unsafe { (**self).push(op) }
+    }
+
+    fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        (**self).submit_and_wait(want)
+    }
+
+    fn submit_and_wait_timeout(
+        &mut self,
+        want: usize,
+        timeout: std::time::Duration,
+    ) -> io::Result<()> {
+        (**self).submit_and_wait_timeout(want, timeout)
+    }
+
+    fn reap(&mut self, out: &mut Vec<Cqe>) {
+        (**self).reap(out)
+    }
+
+    fn in_flight(&self) -> usize {
+        (**self).in_flight()
+    }
+
+    fn counters(&self) -> Counters {
+        (**self).counters()
+    }
+
+    fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
+        (**self).register_pool(pool)
+    }
+}
+
+#[cfg(test)]
+mod boxed_tests {
+    use crate::{Batch, EngineKind, File, IoIter, RwFlags};
+
+    #[test]
+    fn a_boxed_engine_runs_a_batch_by_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .open(dir.path().join("f"))
+            .unwrap();
+        let mut engine = EngineKind::Sync.build().unwrap();
+        let mut batch = Batch::new();
+        batch.push(&file, 0, IoIter::write_from(b"boxed"), RwFlags::empty());
+        assert_eq!(batch.run(&mut engine).pop().unwrap().unwrap(), 5);
+        assert_eq!(engine.counters().ops, 1);
     }
 }

@@ -1,5 +1,4 @@
-//! The pool engine: blocking calls on a fixed pool of worker threads, with the fast-read policy
-//! in front: reads are tried inline with `RWF_NOWAIT` and only what would block is offloaded.
+//! [`PoolEngine`]: thread-pool engine with the fast-read policy (documented on the type).
 
 use std::io;
 
@@ -79,7 +78,10 @@ struct Remainder(Vec<libc::iovec>);
 // (Engine::push); the worker is the only one to use them meanwhile.
 unsafe impl Send for Remainder {}
 
-/// Thread-pool engine with the fast-read policy (see the [module docs](self)).
+/// Thread-pool engine with the fast-read policy.
+///
+/// The pool engine: blocking calls on a fixed pool of worker threads, with the fast-read policy
+/// in front: reads are tried inline with `RWF_NOWAIT` and only what would block is offloaded.
 pub struct PoolEngine {
     pool: ThreadPool,
     done_tx: Sender<Cqe>,
@@ -126,6 +128,9 @@ impl PoolEngine {
     /// Tries `op` inline with `RWF_NOWAIT`. Returns the bytes done and whether the op is
     /// finished; `None` when it was not tried.
     fn try_inline(&mut self, op: &Op, state: &FastReadState) -> Option<(i64, bool)> {
+        if op.cmd != super::Cmd::Rw {
+            return None;
+        }
         let read = op.dir == Dir::Dest;
         let tried = if read {
             match state.decide(&self.policy) {

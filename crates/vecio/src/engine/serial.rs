@@ -20,6 +20,10 @@ impl SerialEngine {
     }
 
     fn run(&mut self, op: &Op) -> i64 {
+        if op.cmd != super::Cmd::Rw {
+            self.counters.syscalls += 1;
+            return syscall::command(op);
+        }
         // SAFETY: the pusher keeps the iovec array valid until the completion is reaped.
         let segs = unsafe { std::slice::from_raw_parts(op.iov, op.nr_segs as usize) };
         let mut done: i64 = 0;

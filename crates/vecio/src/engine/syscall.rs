@@ -2,11 +2,14 @@
 
 use std::os::fd::RawFd;
 
-use crate::engine::Op;
+use crate::engine::{Cmd, Op};
 use crate::{Dir, RwFlags};
 
 /// One `preadv2`/`pwritev2` for the whole op; `EINTR` is retried. Returns bytes or `-errno`.
 pub(crate) fn vectored(op: &Op) -> i64 {
+    if op.cmd != Cmd::Rw {
+        return command(op);
+    }
     loop {
         // SAFETY: the pusher of `op` guarantees fd and iovecs are valid (Engine::push).
         let r = unsafe {
@@ -59,6 +62,30 @@ pub(crate) unsafe fn single(
                 (Dir::Source, true) => libc::pwrite(fd, base.cast(), len, at),
                 (Dir::Dest, false) => libc::preadv2(fd, &iov, 1, at, flags.to_kernel()),
                 (Dir::Source, false) => libc::pwritev2(fd, &iov, 1, at, flags.to_kernel()),
+            }
+        };
+        if let Some(v) = done_or_retry(r as i64) {
+            return v;
+        }
+    }
+}
+
+/// `fsync(2)`, `fdatasync(2)` or `fallocate(2)` for a non-`Rw` op; `EINTR` is retried.
+/// Returns 0 or `-errno`.
+pub(crate) fn command(op: &Op) -> i64 {
+    loop {
+        // SAFETY: plain system calls on the pusher's descriptor (valid until the completion is
+        // reaped, Engine::push); no memory is handed over.
+        let r = unsafe {
+            match op.cmd {
+                Cmd::Rw | Cmd::Fsync => libc::fsync(op.fd),
+                Cmd::Fdatasync => libc::fdatasync(op.fd),
+                Cmd::Fallocate(mode) => libc::fallocate(
+                    op.fd,
+                    mode,
+                    op.offset as libc::off_t,
+                    op.len as libc::off_t,
+                ),
             }
         };
         if let Some(v) = done_or_retry(r as i64) {

@@ -213,9 +213,26 @@ impl UringEngine {
                 }
             }};
         }
-        let e = match slot {
-            Some(s) => build!(types::Fixed(s)),
-            None => build!(types::Fd(op.fd)),
+        macro_rules! command {
+            ($fd:expr) => {{
+                let fd = $fd;
+                match op.cmd {
+                    super::Cmd::Fdatasync => opcode::Fsync::new(fd)
+                        .flags(types::FsyncFlags::DATASYNC)
+                        .build(),
+                    super::Cmd::Fallocate(mode) => opcode::Fallocate::new(fd, op.len as u64)
+                        .offset(op.offset)
+                        .mode(mode)
+                        .build(),
+                    _ => opcode::Fsync::new(fd).build(),
+                }
+            }};
+        }
+        let e = match (slot, op.cmd) {
+            (Some(s), super::Cmd::Rw) => build!(types::Fixed(s)),
+            (None, super::Cmd::Rw) => build!(types::Fd(op.fd)),
+            (Some(s), _) => command!(types::Fixed(s)),
+            (None, _) => command!(types::Fd(op.fd)),
         };
         e.user_data(op.tag)
     }
@@ -245,7 +262,7 @@ impl Engine for UringEngine {
     }
 
     unsafe fn push(&mut self, op: Op) -> io::Result<()> {
-        if op.nr_segs == 0 {
+        if op.nr_segs == 0 && op.cmd == super::Cmd::Rw {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let entry = self.entry(&op);
