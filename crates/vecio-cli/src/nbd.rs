@@ -113,12 +113,20 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
             p.display()
         );
     }
-    let default = if a.tls_certificates.is_some() { TlsMode::On } else { TlsMode::Off };
+    let default = if a.tls_certificates.is_some() {
+        TlsMode::On
+    } else {
+        TlsMode::Off
+    };
     let mode = a.tls.unwrap_or(default);
     match (&a.tls_certificates, mode) {
         (_, TlsMode::Off) => Ok(None),
         (None, _) => anyhow::bail!("--tls={mode:?} needs --tls-certificates=DIR"),
-        (Some(dir), _) => Ok(Some(vecio_nbd::Tls::from_dir(mode, dir, a.tls_verify_peer)?)),
+        (Some(dir), _) => Ok(Some(vecio_nbd::Tls::from_dir(
+            mode,
+            dir,
+            a.tls_verify_peer,
+        )?)),
     }
 }
 

@@ -39,12 +39,20 @@ fn a_tree_larger_than_the_descriptor_limit_stays_reachable() {
     let mut child = Command::new("prlimit")
         .arg(format!("--nofile={LIMIT}:{LIMIT}"))
         .arg(env!("CARGO_BIN_EXE_vecio"))
-        .args(["fuse", src.to_str().unwrap(), mnt.to_str().unwrap(), "--timeout", "3600"])
+        .args([
+            "fuse",
+            src.to_str().unwrap(),
+            mnt.to_str().unwrap(),
+            "--timeout",
+            "3600",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert!(line.starts_with("mounted"), "{line:?}");
     let result = std::panic::catch_unwind(|| {
         // Hold files open while walking: every lookup is a node the kernel keeps.
@@ -72,11 +80,17 @@ fn a_tree_larger_than_the_descriptor_limit_stays_reachable() {
         held[0]
             .set_permissions(fs::Permissions::from_mode(0o600))
             .expect("fchmod of an open, unlinked file after the cache turned over");
-        assert_eq!(held[0].metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            held[0].metadata().unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         let fds = fs::read_dir(format!("/proc/{}/fd", child.id()))
             .map(|d| d.count())
             .unwrap_or(0);
-        assert!(fds < LIMIT, "the server holds {fds} descriptors (limit {LIMIT})");
+        assert!(
+            fds < LIMIT,
+            "the server holds {fds} descriptors (limit {LIMIT})"
+        );
         drop(held);
     });
     let _ = Command::new("umount").arg(&mnt).status();

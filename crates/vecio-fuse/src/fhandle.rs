@@ -29,7 +29,11 @@ pub struct FileHandle {
 }
 
 fn last_errno() -> Errno {
-    Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+    Errno(
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO),
+    )
 }
 
 impl FileHandle {

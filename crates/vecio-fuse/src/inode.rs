@@ -381,7 +381,13 @@ impl Inodes {
             }
             let id = t.next_id;
             t.next_id += 1;
-            t.by_id.insert(id, Entry { inode: inode.clone(), lookups: 1 });
+            t.by_id.insert(
+                id,
+                Entry {
+                    inode: inode.clone(),
+                    lookups: 1,
+                },
+            );
             t.by_key.insert(key, id);
             id
         };

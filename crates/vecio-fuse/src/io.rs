@@ -43,12 +43,7 @@ pub fn read(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> Op
 /// Serves a `WRITE` of `payload` described by `arg`. Under `FUSE_HANDLE_KILLPRIV_V2` the
 /// kernel marks a write by a caller without `CAP_FSETID` with `FUSE_WRITE_KILL_SUIDGID`; the
 /// server, which writes as root and would keep the bits, clears them as the kernel does.
-pub fn write(
-    fs: &Fs,
-    engine: &mut dyn Engine,
-    arg: WriteIn,
-    payload: &[u8],
-) -> OpResult<WriteOut> {
+pub fn write(fs: &Fs, engine: &mut dyn Engine, arg: WriteIn, payload: &[u8]) -> OpResult<WriteOut> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     if WriteFlags::from_bits_retain(arg.write_flags).contains(WriteFlags::KILL_SUIDGID) {

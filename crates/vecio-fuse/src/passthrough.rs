@@ -41,7 +41,12 @@ impl Backing {
 
 impl Drop for Backing {
     fn drop(&mut self) {
-        let mut slot = self.inode.backing.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self
+            .inode
+            .backing
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if let Some((id, opens)) = slot.as_mut() {
             *opens -= 1;
             if *opens == 0 {
@@ -56,7 +61,11 @@ impl Drop for Backing {
 /// the kernel refuses (the open is then served by vecio).
 pub fn acquire(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File) -> Option<Backing> {
     let dev = fs.dev.get()?.clone();
-    let mut slot = inode.backing.state.lock().unwrap_or_else(|p| p.into_inner());
+    let mut slot = inode
+        .backing
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let id = match slot.as_mut() {
         Some((id, opens)) => {
             *opens += 1;

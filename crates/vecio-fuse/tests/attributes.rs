@@ -26,14 +26,19 @@ fn statx_gives_the_birth_time() {
 #[test]
 fn acls_are_enforced_with_default_permissions() {
     let mut cfg = common::config();
-    cfg.mount.parse_into("allow_other,default_permissions").unwrap();
+    cfg.mount
+        .parse_into("allow_other,default_permissions")
+        .unwrap();
     let Some(fx) = common::mount("acl", cfg) else {
         return;
     };
     fs::write(fx.m("f"), "acl data\n").unwrap();
     fs::set_permissions(fx.m("f"), fs::Permissions::from_mode(0o600)).unwrap();
     let f = fx.m("f").to_str().unwrap().to_string();
-    assert!(!as_nobody(&["cat", &f]).status.success(), "0600 before the ACL");
+    assert!(
+        !as_nobody(&["cat", &f]).status.success(),
+        "0600 before the ACL"
+    );
     let set = std::process::Command::new("setfacl")
         .args(["-m", "u:65534:r", &f])
         .output()
@@ -53,10 +58,16 @@ fn acls_are_enforced_with_default_permissions() {
     assert!(String::from_utf8_lossy(&get.stdout).contains("user:65534:r--"));
     // A default ACL on a directory is inherited by new files (and the umask is then not applied).
     fs::create_dir(fx.m("d")).unwrap();
-    sh(&format!("setfacl -d -m u:65534:rw '{}'", fx.m("d").display()));
+    sh(&format!(
+        "setfacl -d -m u:65534:rw '{}'",
+        fx.m("d").display()
+    ));
     sh(&format!("umask 077; touch '{}'", fx.m("d/new").display()));
     let get = sh(&format!("getfacl -cnp '{}'", fx.s("d/new").display()));
-    assert!(String::from_utf8_lossy(&get.stdout).contains("user:65534:rw-"), "{get:?}");
+    assert!(
+        String::from_utf8_lossy(&get.stdout).contains("user:65534:rw-"),
+        "{get:?}"
+    );
 }
 
 #[test]

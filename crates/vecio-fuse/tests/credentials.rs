@@ -67,7 +67,10 @@ fn a_supplementary_group_grants_what_it_grants_natively() {
         fs::set_permissions(fx.m("g"), fs::Permissions::from_mode(0o770)).unwrap();
         fs::set_permissions(fx.m("g/file"), fs::Permissions::from_mode(0o660)).unwrap();
 
-        ok(&as_nobody_in_65533(&["ls", &p(&fx, "g")]), "listing through group 65533");
+        ok(
+            &as_nobody_in_65533(&["ls", &p(&fx, "g")]),
+            "listing through group 65533",
+        );
         let o = as_nobody_in_65533(&["cat", &p(&fx, "g/file")]);
         ok(&o, "reading through group 65533");
         assert_eq!(o.stdout, b"group data\n");
@@ -77,13 +80,22 @@ fn a_supplementary_group_grants_what_it_grants_natively() {
         );
         assert_eq!(fs::metadata(fx.s("g/made-by-member")).unwrap().uid(), 65534);
         // Without the group: refused, whoever checks.
-        fails(&as_nobody(&["ls", &p(&fx, "g")]), "listing without the group");
-        fails(&as_nobody(&["cat", &p(&fx, "g/file")]), "reading without the group");
+        fails(
+            &as_nobody(&["ls", &p(&fx, "g")]),
+            "listing without the group",
+        );
+        fails(
+            &as_nobody(&["cat", &p(&fx, "g/file")]),
+            "reading without the group",
+        );
 
         // chown to a group one is a member of (pjdfstest chown/00.t): allowed; to another: not.
         fs::create_dir(fx.m("open")).unwrap();
         fs::set_permissions(fx.m("open"), fs::Permissions::from_mode(0o777)).unwrap();
-        ok(&as_nobody_in_65533(&["touch", &p(&fx, "open/mine")]), "touch");
+        ok(
+            &as_nobody_in_65533(&["touch", &p(&fx, "open/mine")]),
+            "touch",
+        );
         ok(
             &as_nobody_in_65533(&["chgrp", "65533", &p(&fx, "open/mine")]),
             "chgrp to a member group",
@@ -117,9 +129,18 @@ fn the_servers_own_groups_are_never_lent() {
         fs::write(fx.m("d/secret"), "root's\n").unwrap();
         fs::set_permissions(fx.m("d"), fs::Permissions::from_mode(0o770)).unwrap();
         fs::set_permissions(fx.m("d/secret"), fs::Permissions::from_mode(0o640)).unwrap();
-        fails(&as_nobody(&["cat", &p(&fx, "d/secret")]), "nobody reading root's 0640 file");
-        fails(&as_nobody(&["ls", &p(&fx, "d")]), "nobody listing root's 0770 directory");
-        fails(&as_nobody(&["touch", &p(&fx, "d/new")]), "nobody creating in it");
+        fails(
+            &as_nobody(&["cat", &p(&fx, "d/secret")]),
+            "nobody reading root's 0640 file",
+        );
+        fails(
+            &as_nobody(&["ls", &p(&fx, "d")]),
+            "nobody listing root's 0770 directory",
+        );
+        fails(
+            &as_nobody(&["touch", &p(&fx, "d/new")]),
+            "nobody creating in it",
+        );
         assert!(!fx.s("d/new").exists());
     }
 }
@@ -154,7 +175,10 @@ fn writes_by_another_user_clear_setuid_and_setgid() {
         }
         fs::write(fx.m("cut"), "0123456789").unwrap();
         fs::set_permissions(fx.m("cut"), fs::Permissions::from_mode(0o6777)).unwrap();
-        ok(&as_nobody(&["truncate", "-s", "3", &p(&fx, "cut")]), "nobody truncating");
+        ok(
+            &as_nobody(&["truncate", "-s", "3", &p(&fx, "cut")]),
+            "nobody truncating",
+        );
         let md = fs::metadata(fx.s("cut")).unwrap();
         assert_eq!((md.len(), md.mode() & 0o7777), (3, 0o777));
         // Root keeps the bits (it has CAP_FSETID), as natively.
@@ -177,7 +201,10 @@ fn umask_applies_as_natively() {
     let Some(fx) = common::mount("umask", common::config()) else {
         return;
     };
-    common::sh(&format!("umask 027; touch '{0}/f'; mkdir '{0}/d'", fx.mnt.display()));
+    common::sh(&format!(
+        "umask 027; touch '{0}/f'; mkdir '{0}/d'",
+        fx.mnt.display()
+    ));
     assert_eq!(fs::metadata(fx.s("f")).unwrap().mode() & 0o777, 0o640);
     assert_eq!(fs::metadata(fx.s("d")).unwrap().mode() & 0o777, 0o750);
 }

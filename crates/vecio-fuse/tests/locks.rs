@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use common::Fixture;
 
 fn flock(args: &[&str]) -> std::process::ExitStatus {
-    Command::new("flock").args(args).status().expect("running flock")
+    Command::new("flock")
+        .args(args)
+        .status()
+        .expect("running flock")
 }
 
 /// Holds an exclusive `flock` on `path` in a child process for `secs` seconds; returns once
@@ -46,14 +49,27 @@ fn flock_through_the_mount_excludes_the_mount_and_the_host() {
         return;
     };
     let mut holder = hold_flock(&m, 3);
-    assert!(!flock(&["-n", "-x", &m, "true"]).success(), "a second flock through the mount");
-    assert!(!flock(&["-n", "-s", &s, "true"]).success(), "a flock on the host file");
+    assert!(
+        !flock(&["-n", "-x", &m, "true"]).success(),
+        "a second flock through the mount"
+    );
+    assert!(
+        !flock(&["-n", "-s", &s, "true"]).success(),
+        "a flock on the host file"
+    );
     // A waiting flock through the mount is granted when the holder exits.
     let t = Instant::now();
     assert!(flock(&["-w", "20", "-x", &m, "true"]).success());
-    assert!(t.elapsed() >= Duration::from_millis(500), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
     holder.wait().unwrap();
-    assert!(flock(&["-n", "-x", &s, "true"]).success(), "free again on the host");
+    assert!(
+        flock(&["-n", "-x", &s, "true"]).success(),
+        "free again on the host"
+    );
     // A wait ended by a signal (flock -w uses an alarm): refused, not hung.
     let mut holder = hold_flock(&m, 4);
     let t = Instant::now();

@@ -29,8 +29,14 @@ fn simultaneous_opens_share_one_backing_file() {
     fs::write(fx.m("f"), pattern(1, 64 << 10)).unwrap();
     let reader = fs::File::open(fx.m("f")).unwrap();
     let writer = fs::OpenOptions::new().write(true).open(fx.m("f")).unwrap();
-    let mut third = fs::OpenOptions::new().read(true).write(true).open(fx.m("f")).unwrap();
-    writer.write_all_at(b"written by the second open", 100).unwrap();
+    let mut third = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(fx.m("f"))
+        .unwrap();
+    writer
+        .write_all_at(b"written by the second open", 100)
+        .unwrap();
     let mut back = vec![0u8; 26];
     reader.read_exact_at(&mut back, 100).unwrap();
     assert_eq!(&back, b"written by the second open");

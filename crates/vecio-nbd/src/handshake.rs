@@ -224,13 +224,17 @@ fn starttls(
     let option = opt::STARTTLS;
     match tls {
         _ if !data.is_empty() => st.reply(option, rep::ERR_INVALID, b"STARTTLS takes no data"),
-        None => st.reply(option, rep::ERR_POLICY, b"TLS is not offered by this server"),
-        Some(t) if t.mode == TlsMode::Off => {
-            st.reply(option, rep::ERR_POLICY, b"TLS is not offered by this server")
-        }
-        Some(_) if wire.stream.is_tls() => {
-            st.reply(option, rep::ERR_INVALID, b"TLS is already on")
-        }
+        None => st.reply(
+            option,
+            rep::ERR_POLICY,
+            b"TLS is not offered by this server",
+        ),
+        Some(t) if t.mode == TlsMode::Off => st.reply(
+            option,
+            rep::ERR_POLICY,
+            b"TLS is not offered by this server",
+        ),
+        Some(_) if wire.stream.is_tls() => st.reply(option, rep::ERR_INVALID, b"TLS is already on"),
         Some(t) => {
             st.reply(option, rep::ACK, &[]);
             wire.write_all(&std::mem::take(&mut st.out))?;
@@ -294,7 +298,11 @@ pub(crate) fn negotiate(
             if h.option == opt::EXPORT_NAME {
                 return Ok(Outcome::Closed);
             }
-            st.reply(h.option, rep::ERR_TLS_REQD, b"TLS is required: use STARTTLS");
+            st.reply(
+                h.option,
+                rep::ERR_TLS_REQD,
+                b"TLS is required: use STARTTLS",
+            );
             wire.write_all(&std::mem::take(&mut st.out))?;
             continue;
         }

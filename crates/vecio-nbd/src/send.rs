@@ -147,9 +147,9 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stream::Sock;
     use std::io::Read;
     use std::os::unix::net::UnixStream;
-    use crate::stream::Sock;
 
     #[test]
     fn replies_go_out_in_order_with_payloads() {

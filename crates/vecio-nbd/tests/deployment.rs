@@ -12,7 +12,10 @@ use vecio_nbd::{Export, Server, ServerOptions};
 fn server(oneshot: bool) -> (tempfile::TempDir, std::path::PathBuf, Server) {
     let dir = scratch();
     let image = dir.path().join("disk.img");
-    std::fs::File::create(&image).unwrap().set_len(1 << 20).unwrap();
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
     let export = Export::open(&image, Default::default()).unwrap();
     let opts = ServerOptions {
         oneshot,
@@ -34,7 +37,10 @@ fn a_oneshot_server_stops_after_its_client_and_a_persistent_one_does_not() {
         let stop = srv.shutdown_handle();
         let t = std::thread::spawn(move || srv.run());
         let uri = format!("nbd+unix:///?socket={}", socket.display());
-        assert_eq!(run(Command::new("nbdinfo").arg("--size").arg(&uri)).trim(), "1048576");
+        assert_eq!(
+            run(Command::new("nbdinfo").arg("--size").arg(&uri)).trim(),
+            "1048576"
+        );
         let deadline = Instant::now() + Duration::from_secs(3);
         while !t.is_finished() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));

@@ -32,9 +32,23 @@ fn make_ca(dir: &Path, cn: &str) {
     let (cert, key) = (s(&dir.join("ca-cert.pem")), s(&dir.join("ca-key.pem")));
     let subj = format!("/CN={cn}");
     openssl(&[
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", &key,
-        "-out", &cert, "-subj", &subj, "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-keyout",
+        &key,
+        "-out",
+        &cert,
+        "-subj",
+        &subj,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
     ]);
 }
 
@@ -47,7 +61,11 @@ fn make_cert(ca: &Path, dir: &Path, name: &str) {
     let csr = s(&dir.join(format!("{name}.csr")));
     let cert = s(&dir.join(format!("{name}-cert.pem")));
     let ext = dir.join(format!("{name}.ext"));
-    let usage = if name == "client" { "clientAuth" } else { "serverAuth" };
+    let usage = if name == "client" {
+        "clientAuth"
+    } else {
+        "serverAuth"
+    };
     let text = format!(
         "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:10.231.0.1,IP:10.231.0.2\n\
          extendedKeyUsage={usage}\nbasicConstraints=CA:FALSE\n\
@@ -60,8 +78,21 @@ fn make_cert(ca: &Path, dir: &Path, name: &str) {
     ]);
     let (ca_cert, ca_key) = (s(&ca.join("ca-cert.pem")), s(&ca.join("ca-key.pem")));
     openssl(&[
-        "x509", "-req", "-in", &csr, "-CA", &ca_cert, "-CAkey", &ca_key, "-CAcreateserial",
-        "-out", &cert, "-days", "2", "-extfile", &s(&ext),
+        "x509",
+        "-req",
+        "-in",
+        &csr,
+        "-CA",
+        &ca_cert,
+        "-CAkey",
+        &ca_key,
+        "-CAcreateserial",
+        "-out",
+        &cert,
+        "-days",
+        "2",
+        "-extfile",
+        &s(&ext),
     ]);
 }
 
@@ -89,7 +120,11 @@ fn certs() -> Option<Certs> {
     std::fs::create_dir_all(r.join("ca-only")).unwrap();
     std::fs::copy(r.join("ca/ca-cert.pem"), r.join("ca-only/ca-cert.pem")).unwrap();
     std::fs::create_dir_all(r.join("wrong-ca")).unwrap();
-    std::fs::copy(r.join("other-ca/ca-cert.pem"), r.join("wrong-ca/ca-cert.pem")).unwrap();
+    std::fs::copy(
+        r.join("other-ca/ca-cert.pem"),
+        r.join("wrong-ca/ca-cert.pem"),
+    )
+    .unwrap();
     Some(Certs {
         server: r.join("server"),
         client: r.join("client"),
@@ -141,23 +176,33 @@ fn x509_with_nbdinfo_nbdcopy_and_four_connections_on_every_engine() {
     ];
     for aio in engines {
         let srv = serve(&c, TlsMode::Require, false, aio);
-        let info = run(Command::new("nbdinfo").arg("--json").arg(tls_unix(&srv, &c.ca_only)));
+        let info = run(Command::new("nbdinfo")
+            .arg("--json")
+            .arg(tls_unix(&srv, &c.ca_only)));
         assert!(info.contains("\"export-size\": 8388608"), "{aio:?}: {info}");
         if !have("nbdcopy") {
             continue;
         }
         // Read over a Unix socket, then write a new image back over TCP with 4 connections.
         let out = srv.dir.path().join("copy.img");
-        run(Command::new("nbdcopy").arg(tls_unix(&srv, &c.ca_only)).arg(&out));
+        run(Command::new("nbdcopy")
+            .arg(tls_unix(&srv, &c.ca_only))
+            .arg(&out));
         let want = std::fs::read(&srv.image).unwrap();
-        assert!(std::fs::read(&out).unwrap() == want, "{aio:?}: copy differs");
+        assert!(
+            std::fs::read(&out).unwrap() == want,
+            "{aio:?}: copy differs"
+        );
         let new = random_bytes(8 << 20, 99);
         std::fs::write(&out, &new).unwrap();
         run(Command::new("nbdcopy")
             .args(["--connections=4", "--requests=16", "--flush"])
             .arg(&out)
             .arg(tls_tcp(&srv, &c.ca_only)));
-        assert!(std::fs::read(&srv.image).unwrap() == new, "{aio:?}: write differs");
+        assert!(
+            std::fs::read(&srv.image).unwrap() == new,
+            "{aio:?}: write differs"
+        );
     }
 }
 
@@ -169,7 +214,10 @@ fn plain_clients_are_refused_under_require_and_served_under_on() {
     };
     let srv = serve(&c, TlsMode::Require, false, vecio::EngineKind::Uring);
     let plain = output(Command::new("nbdinfo").arg(srv.unix_uri()));
-    assert!(!plain.status.success(), "a plain client was served under require");
+    assert!(
+        !plain.status.success(),
+        "a plain client was served under require"
+    );
     // libnbd reports NBD_REP_ERR_TLS_REQD as "not supported".
     let err = String::from_utf8_lossy(&plain.stderr);
     assert!(err.contains("opt_go"), "{err}");
@@ -190,7 +238,10 @@ fn a_client_trusting_another_ca_is_refused() {
     let srv = serve(&c, TlsMode::Require, false, vecio::EngineKind::Uring);
     // Over TCP: libnbd (1.14) checks the server's certificate only when it has a host name.
     let bad = output(Command::new("nbdinfo").arg(tls_tcp(&srv, &c.wrong_ca)));
-    assert!(!bad.status.success(), "a client trusting another CA connected");
+    assert!(
+        !bad.status.success(),
+        "a client trusting another CA connected"
+    );
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("certificate"), "{err}");
     run(Command::new("nbdinfo").arg(tls_tcp(&srv, &c.ca_only)));
@@ -205,7 +256,10 @@ fn verify_peer_wants_a_client_certificate_from_the_ca() {
     let srv = serve(&c, TlsMode::Require, true, vecio::EngineKind::Uring);
     run(Command::new("nbdinfo").arg(tls_unix(&srv, &c.client)));
     let anon = output(Command::new("nbdinfo").arg(tls_unix(&srv, &c.ca_only)));
-    assert!(!anon.status.success(), "a client without a certificate was served");
+    assert!(
+        !anon.status.success(),
+        "a client without a certificate was served"
+    );
 }
 
 #[test]
@@ -221,13 +275,24 @@ fn qemu_img_converts_over_tls() {
     let srv = serve(&c, TlsMode::Require, false, vecio::EngineKind::Uring);
     let out = scratch();
     let copy = out.path().join("q.img");
-    let creds = format!("tls-creds-x509,id=tls0,dir={},endpoint=client", c.ca_only.display());
+    let creds = format!(
+        "tls-creds-x509,id=tls0,dir={},endpoint=client",
+        c.ca_only.display()
+    );
     let src = format!(
         "driver=nbd,server.type=unix,server.path={},tls-creds=tls0,tls-hostname=localhost",
         srv.socket.display()
     );
     run(Command::new("qemu-img")
-        .args(["convert", "-O", "raw", "--object", &creds, "--image-opts", &src])
+        .args([
+            "convert",
+            "-O",
+            "raw",
+            "--object",
+            &creds,
+            "--image-opts",
+            &src,
+        ])
         .arg(&copy));
     assert!(std::fs::read(&copy).unwrap() == std::fs::read(&srv.image).unwrap());
 }

@@ -170,7 +170,10 @@ mod tests {
         };
         let io: io::Error = e.into();
         assert_eq!(io.kind(), io::ErrorKind::StorageFull);
-        assert!(io.to_string().contains("/x: request 2 at offset 4096"), "{io}");
+        assert!(
+            io.to_string().contains("/x: request 2 at offset 4096"),
+            "{io}"
+        );
         let back = io.get_ref().and_then(|i| i.downcast_ref::<Error>());
         assert_eq!(back.and_then(Error::raw_os_error), Some(libc::ENOSPC));
         let bad = Error::Invalid {

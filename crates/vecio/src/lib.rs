@@ -64,6 +64,6 @@ pub use file::{AlignSource, DioAlign, Direct, File, FileKind, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter, IterKind};
 pub use queue::{Completion, OwnedBuf, Queue};
-pub use threadpool::{Job, ThreadPool, WhenFull};
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
+pub use threadpool::{Job, ThreadPool, WhenFull};

@@ -19,7 +19,7 @@ impl File {
     /// (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). `EOPNOTSUPP` where the file system
     /// cannot punch.
     pub fn punch_hole(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.fallocate_locked(
+        self.fallocate(
             FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
             offset,
             len,
@@ -29,7 +29,7 @@ impl File {
     /// Zeroes `[offset, offset + len)` in place, keeping the size
     /// (`FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE`).
     pub fn zero_range(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.fallocate_locked(
+        self.fallocate(
             FallocateFlags::ZERO_RANGE | FallocateFlags::KEEP_SIZE,
             offset,
             len,
@@ -38,7 +38,7 @@ impl File {
 
     /// Allocates `[offset, offset + len)` (`fallocate` mode 0), growing the file if needed.
     pub fn allocate(&self, offset: u64, len: u64) -> std::io::Result<()> {
-        self.fallocate_locked(FallocateFlags::empty(), offset, len)
+        self.fallocate(FallocateFlags::empty(), offset, len)
     }
 
     /// `fallocate(2)` with any `mode` (`FALLOC_FL_*`: keep size, punch hole, zero range,
@@ -49,13 +49,13 @@ impl File {
             .checked_add(len)
             .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
         let shifts = FallocateFlags::COLLAPSE_RANGE | FallocateFlags::INSERT_RANGE;
-        let end = if mode.intersects(shifts) { u64::MAX } else { end };
+        let end = if mode.intersects(shifts) {
+            u64::MAX
+        } else {
+            end
+        };
         let _guard = self.lock_blocks(offset, end)?;
         Ok(rustix::fs::fallocate(self, mode, offset, len)?)
-    }
-
-    fn fallocate_locked(&self, mode: FallocateFlags, offset: u64, len: u64) -> std::io::Result<()> {
-        self.fallocate(mode, offset, len)
     }
 
     /// Sets the file's length (`ftruncate(2)`) under the range lock: every block from the
@@ -115,7 +115,13 @@ impl File {
     }
 
     /// Copies by reading and writing through vecio (any alignment), 1 MiB at a time.
-    fn copy_through(&self, off_in: u64, out: &File, off_out: u64, len: usize) -> std::io::Result<usize> {
+    fn copy_through(
+        &self,
+        off_in: u64,
+        out: &File,
+        off_out: u64,
+        len: usize,
+    ) -> std::io::Result<usize> {
         const CHUNK: usize = 1 << 20;
         let mut buf = crate::AlignedBuf::page_aligned(len.min(CHUNK));
         let mut done = 0;
@@ -148,7 +154,11 @@ impl File {
     /// Holds the whole blocks (of the direct-I/O alignment) covering `[start, end)`
     /// exclusively. `EDEADLK` instead of waiting forever when this thread's own unreaped Queue
     /// requests hold some of them (reap them, then call again).
-    fn lock_blocks(&self, start: u64, end: u64) -> std::io::Result<crate::rangelock::RangeGuard<'_>> {
+    fn lock_blocks(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> std::io::Result<crate::rangelock::RangeGuard<'_>> {
         let bs = (self.dio_align().offset as u64).max(1);
         let end = if end == u64::MAX {
             u64::MAX

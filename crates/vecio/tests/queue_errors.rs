@@ -41,17 +41,30 @@ fn a_write_stopped_after_some_bytes_carries_its_error() {
     for kind in EngineKind::ALL {
         let mut q = Queue::new(kind.build().unwrap());
         let at = limit - 4096;
-        q.push_write(&file, at, vec![OwnedBuf::Vec(vec![7u8; 8192])], RwFlags::empty(), 1)
-            .map_err(|(e, _)| e)
-            .unwrap();
+        q.push_write(
+            &file,
+            at,
+            vec![OwnedBuf::Vec(vec![7u8; 8192])],
+            RwFlags::empty(),
+            1,
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
         q.submit_and_wait(1).unwrap();
         let mut done = Vec::new();
         q.reap(&mut done);
         let c = &done[0];
-        assert_eq!(c.result.as_ref().ok(), Some(&4096), "{kind:?}: bytes before the limit");
+        assert_eq!(
+            c.result.as_ref().ok(),
+            Some(&4096),
+            "{kind:?}: bytes before the limit"
+        );
         let e = c.stopped_by.as_ref().expect("the error beside the bytes");
         assert_eq!(e.raw_os_error(), Some(libc::EFBIG), "{kind:?}: {e}");
-        assert!(e.to_string().contains(&format!("offset {limit}")), "{kind:?}: {e}");
+        assert!(
+            e.to_string().contains(&format!("offset {limit}")),
+            "{kind:?}: {e}"
+        );
         file.set_len(0).unwrap();
     }
 }

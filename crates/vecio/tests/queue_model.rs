@@ -74,10 +74,22 @@ fn run_round(q: &mut Queue, file: &Arc<File>, model: &mut [u8], round: &[Step]) 
         let tag = i as u64;
         let pushed = match s.kind {
             Kind::Read => q
-                .push_read(file, at, vec![buf(len, s.aligned, 0)], RwFlags::empty(), tag)
+                .push_read(
+                    file,
+                    at,
+                    vec![buf(len, s.aligned, 0)],
+                    RwFlags::empty(),
+                    tag,
+                )
                 .map_err(|(e, _)| e),
             Kind::Write(b) => q
-                .push_write(file, at, vec![buf(len, s.aligned, b)], RwFlags::empty(), tag)
+                .push_write(
+                    file,
+                    at,
+                    vec![buf(len, s.aligned, b)],
+                    RwFlags::empty(),
+                    tag,
+                )
                 .map_err(|(e, _)| e),
             Kind::Fsync(data_only) => q.push_fsync(file, data_only, tag),
             Kind::Punch => {
@@ -104,7 +116,10 @@ fn run_round(q: &mut Queue, file: &Arc<File>, model: &mut [u8], round: &[Step]) 
         match s.kind {
             Kind::Read => {
                 assert_eq!(n, len, "{s:?}");
-                assert!(c.bufs[0].as_slice() == &model[at..at + len], "{s:?}: read differs");
+                assert!(
+                    c.bufs[0].as_slice() == &model[at..at + len],
+                    "{s:?}: read differs"
+                );
             }
             Kind::Write(b) => {
                 assert_eq!(n, len, "{s:?}");

@@ -128,9 +128,15 @@ fn another_queue_on_the_same_thread_gets_an_error_completion() {
         let file = direct_file(&dir);
         let mut q = read_in_flight(&file, EngineKind::Uring);
         let mut q2 = Queue::new(EngineKind::Sync.build().unwrap());
-        q2.push_write(&file, 5, vec![OwnedBuf::Vec(b"abc".to_vec())], RwFlags::empty(), 1)
-            .map_err(|(e, _)| e)
-            .unwrap();
+        q2.push_write(
+            &file,
+            5,
+            vec![OwnedBuf::Vec(b"abc".to_vec())],
+            RwFlags::empty(),
+            1,
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
         q2.submit_and_wait(1).unwrap();
         let mut done = Vec::new();
         q2.reap(&mut done);
@@ -178,7 +184,7 @@ fn two_threads_waiting_on_each_others_queued_requests_do_not_both_wait() {
         a_tx.send(()).unwrap();
         b_rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(200)); // let B start waiting on A's read
-        // A: a write into block 1, held by B's read while B waits on A: one of them must give.
+                                                        // A: a write into block 1, held by B's read while B waits on A: one of them must give.
         let ra = file.write_at(b"a", BS as u64 + 10);
         reap_one(&mut q);
         let rb = b.join().unwrap();

@@ -12,12 +12,21 @@ fn punched_holes_are_not_refilled_by_read_modify_writes() {
     let path = dir.path().join("f");
     const BLOCKS: u64 = 4;
     std::fs::write(&path, vec![b'x'; (BLOCKS * 4096) as usize]).unwrap();
-    let direct = File::options().read(true).write(true).direct(Direct::On).open(&path);
+    let direct = File::options()
+        .read(true)
+        .write(true)
+        .direct(Direct::On)
+        .open(&path);
     let Ok(direct) = direct else {
         eprintln!("skipping: this file system refuses O_DIRECT");
         return;
     };
-    let plain = File::options().read(true).write(true).direct(Direct::Off).open(&path).unwrap();
+    let plain = File::options()
+        .read(true)
+        .write(true)
+        .direct(Direct::Off)
+        .open(&path)
+        .unwrap();
     let stop = AtomicBool::new(false);
     let mut refilled = 0;
     std::thread::scope(|s| {
@@ -27,7 +36,9 @@ fn punched_holes_are_not_refilled_by_read_modify_writes() {
             // alignment), which its read-modify-write reads and writes back whole.
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                direct.write_at(&[b'w'; 100], (i % BLOCKS) * 4096 + 1000).unwrap();
+                direct
+                    .write_at(&[b'w'; 100], (i % BLOCKS) * 4096 + 1000)
+                    .unwrap();
                 i += 1;
             }
         });

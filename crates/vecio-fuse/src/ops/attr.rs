@@ -6,7 +6,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags, Timespec, Timestam
 
 use super::Answer;
 use crate::abi::{
-    FattrFlags, AccessIn, GetattrIn, Kstatfs, SetattrIn, Statx, StatxIn, StatxOut, SxTime, GETATTR_FH,
+    AccessIn, FattrFlags, GetattrIn, Kstatfs, SetattrIn, Statx, StatxIn, StatxOut, SxTime,
+    GETATTR_FH,
 };
 use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
@@ -62,7 +63,12 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         match file {
             Some(f) => rustix::fs::fchmod(f.file.as_fd(), mode)?,
             None if inode.kind == FileType::Symlink => return Err(Errno::NOTSUP),
-            None => rustix::fs::chmodat(fs.proc_dir(), inode.fd()?.proc_name(), mode, AtFlags::empty())?,
+            None => rustix::fs::chmodat(
+                fs.proc_dir(),
+                inode.fd()?.proc_name(),
+                mode,
+                AtFlags::empty(),
+            )?,
         }
     }
     if valid.intersects(FattrFlags::UID | FattrFlags::GID) {
@@ -94,7 +100,8 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
             None => super::killpriv::kill_suid_sgid_inode(fs, &inode)?,
         }
     }
-    let times = FattrFlags::ATIME | FattrFlags::MTIME | FattrFlags::ATIME_NOW | FattrFlags::MTIME_NOW;
+    let times =
+        FattrFlags::ATIME | FattrFlags::MTIME | FattrFlags::ATIME_NOW | FattrFlags::MTIME_NOW;
     if valid.intersects(times) {
         let ts = Timestamps {
             last_access: timestamp(
@@ -118,7 +125,12 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
                 &ts,
                 AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
             )?,
-            None => rustix::fs::utimensat(fs.proc_dir(), inode.fd()?.proc_name(), &ts, AtFlags::empty())?,
+            None => rustix::fs::utimensat(
+                fs.proc_dir(),
+                inode.fd()?.proc_name(),
+                &ts,
+                AtFlags::empty(),
+            )?,
         }
     }
     let st = inode.stat()?;
@@ -208,7 +220,12 @@ pub fn access(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         return Ok(Answer::empty());
     }
     let mode = rustix::fs::Access::from_bits_truncate(arg.mask);
-    rustix::fs::accessat(fs.proc_dir(), inode.fd()?.proc_name(), mode, AtFlags::EACCESS)?;
+    rustix::fs::accessat(
+        fs.proc_dir(),
+        inode.fd()?.proc_name(),
+        mode,
+        AtFlags::EACCESS,
+    )?;
     Ok(Answer::empty())
 }
 

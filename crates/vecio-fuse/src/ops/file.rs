@@ -11,8 +11,8 @@ use zerocopy::IntoBytes;
 
 use super::Answer;
 use crate::abi::{
-    CopyFileRangeIn, FopenFlags, CreateIn, FallocateIn, FlushIn, FsyncIn, LseekIn, LseekOut, OpenIn,
-    OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_KILL_SUIDGID,
+    CopyFileRangeIn, CreateIn, FallocateIn, FlushIn, FopenFlags, FsyncIn, LseekIn, LseekOut,
+    OpenIn, OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_KILL_SUIDGID,
 };
 use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
@@ -55,7 +55,10 @@ fn open_backing(
         }
         let fd = open(base)?;
         let _root = crate::creds::AsServer::new();
-        return Ok(fs.path_fd_of(&fd).and_then(|p| reopen_fd(fs, &p, read_write(base))).unwrap_or(fd));
+        return Ok(fs
+            .path_fd_of(&fd)
+            .and_then(|p| reopen_fd(fs, &p, read_write(base)))
+            .unwrap_or(fd));
     }
     let direct = base | OFlags::DIRECT;
     if write_only {
@@ -272,10 +275,10 @@ pub fn copy_file_range(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
     let hin = fs.handles.file(arg.fh_in)?;
     let hout = fs.handles.file(arg.fh_out)?;
     let len = arg.len.min(u32::MAX as u64 & !0xfff) as usize;
-    let n = hin
-        .as_file()?
-        .file
-        .copy_range_to(arg.off_in, &hout.as_file()?.file, arg.off_out, len)?;
+    let n =
+        hin.as_file()?
+            .file
+            .copy_range_to(arg.off_in, &hout.as_file()?.file, arg.off_out, len)?;
     Ok(Answer::of(&WriteOut {
         size: n as u32,
         padding: 0,

@@ -45,7 +45,12 @@ pub fn kill_suid_sgid_inode(fs: &Fs, inode: &Inode) -> OpResult<()> {
     let st = inode.stat()?;
     if let Some(mode) = killed(st.st_mode) {
         let _root = AsServer::new();
-        rustix::fs::chmodat(fs.proc_dir(), inode.fd()?.proc_name(), mode, AtFlags::empty())?;
+        rustix::fs::chmodat(
+            fs.proc_dir(),
+            inode.fd()?.proc_name(),
+            mode,
+            AtFlags::empty(),
+        )?;
     }
     Ok(())
 }

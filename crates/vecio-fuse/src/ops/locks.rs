@@ -117,7 +117,11 @@ fn fcntl_lock(fd: BorrowedFd<'_>, cmd: i32, fl: &mut libc::flock) -> OpResult<()
     // pointer, which points at `fl` for the call.
     let r = unsafe { libc::fcntl(fd.as_raw_fd(), cmd, fl as *mut libc::flock) };
     if r < 0 {
-        return Err(Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)));
+        return Err(Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        ));
     }
     Ok(())
 }
@@ -164,7 +168,11 @@ fn try_lock(fs: &Fs, node: u64, arg: &LkIn) -> OpResult<bool> {
         // the handle for the call).
         let r = unsafe { libc::flock(handle.as_file()?.file.as_raw_fd(), op) };
         if r < 0 {
-            Err(Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)))
+            Err(Errno(
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO),
+            ))
         } else {
             Ok(())
         }

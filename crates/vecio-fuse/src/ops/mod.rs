@@ -116,7 +116,11 @@ fn mutates(op: Opcode) -> bool {
 /// True for operations done with the caller's credentials (fsuid, fsgid, groups).
 fn as_caller(op: Opcode) -> bool {
     use Opcode::*;
-    mutates(op) || matches!(op, Lookup | Open | Opendir | Access | Readlink | Getxattr | Listxattr)
+    mutates(op)
+        || matches!(
+            op,
+            Lookup | Open | Opendir | Access | Readlink | Getxattr | Listxattr
+        )
 }
 
 /// Serves one request; `out` is where a `READ` puts its data. Counts it.

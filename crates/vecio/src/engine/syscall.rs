@@ -80,12 +80,9 @@ pub(crate) fn command(op: &Op) -> i64 {
             match op.cmd {
                 Cmd::Rw | Cmd::Fsync => libc::fsync(op.fd),
                 Cmd::Fdatasync => libc::fdatasync(op.fd),
-                Cmd::Fallocate(mode) => libc::fallocate(
-                    op.fd,
-                    mode,
-                    op.offset as libc::off_t,
-                    op.len as libc::off_t,
-                ),
+                Cmd::Fallocate(mode) => {
+                    libc::fallocate(op.fd, mode, op.offset as libc::off_t, op.len as libc::off_t)
+                }
             }
         };
         if let Some(v) = done_or_retry(r as i64) {

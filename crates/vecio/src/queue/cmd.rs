@@ -56,22 +56,32 @@ impl Queue {
         if !file.is_writable() {
             return Err(invalid(Invalid::NotWritable));
         }
-        let Some(len) = usize::try_from(len)
-            .ok()
-            .filter(|_| offset.checked_add(len).is_some_and(|e| e <= crate::batch::MAX_OFFSET))
-        else {
+        let Some(len) = usize::try_from(len).ok().filter(|_| {
+            offset
+                .checked_add(len)
+                .is_some_and(|e| e <= crate::batch::MAX_OFFSET)
+        }) else {
             return Err(invalid(Invalid::Overflow));
         };
         if !file.is_direct() {
-            return self.push_cmd(file, Cmd::Fallocate(mode.bits() as i32), offset, len, user_data);
+            return self.push_cmd(
+                file,
+                Cmd::Fallocate(mode.bits() as i32),
+                offset,
+                len,
+                user_data,
+            );
         }
         if let Err(e) = self.submit_and_wait(self.in_flight) {
             tracing::warn!("draining before a blocking fallocate: {e}");
         }
-        let result = file.fallocate(mode, offset, len as u64).map(|()| 0).map_err(|e| {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            file.request_error(0, offset, RwFlags::empty(), errno)
-        });
+        let result = file
+            .fallocate(mode, offset, len as u64)
+            .map(|()| 0)
+            .map_err(|e| {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                file.request_error(0, offset, RwFlags::empty(), errno)
+            });
         self.ready.push(Completion {
             user_data,
             result,
