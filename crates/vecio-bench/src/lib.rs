@@ -1,33 +1,14 @@
-//! vecio's benchmark crate: the pieces every experiment shares (CPU accounting, statistics,
-//! fio as a peer, scratch files, progress bars, result tables, system facts) and the
-//! experiments themselves, one per source document.
+//! vecio's benchmark crate, in three rooms:
+//!
+//! - [`harness`]: what every experiment shares (fio as a peer, servers as processes, scratch
+//!   files, CPU accounting, the page cache, statistics, tables, progress, system facts, and
+//!   the clean-up that runs when a bench is stopped);
+//! - [`experiments`]: one folder per source document, each holding its run and its report
+//!   section side by side, and `vecio bench all`, which runs them in turn;
+//! - [`report`]: the HTML and markdown report, its plots, its verdict, and `vecio bench
+//!   compare`.
 
-pub mod cleanup;
-pub mod diskstat;
-pub mod fio;
-pub mod pagecache;
-pub mod progress;
-pub mod rusage;
-pub mod scratch;
-pub mod server;
-pub mod stats;
-pub mod system;
-pub mod table;
-
-pub mod cache;
-pub mod callcost;
-pub mod fuse;
-pub mod loopdev;
-pub mod meta;
-pub mod nowait;
-pub mod writev;
-pub mod zipf;
-
-pub mod all;
-pub mod cachecurve;
-pub mod compare;
+pub mod experiments;
+pub mod harness;
 pub mod info;
-pub mod overall;
 pub mod report;
-pub mod results;
-pub mod setup;

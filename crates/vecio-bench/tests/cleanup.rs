@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use vecio_bench::cleanup::{self, ScratchDir};
+use vecio_bench::harness::cleanup::{self, ScratchDir};
 
 #[test]
 fn remove_all_undoes_what_is_still_registered() {

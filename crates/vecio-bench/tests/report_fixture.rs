@@ -5,8 +5,8 @@
 mod common;
 
 use common::{attr_values, fixture, fixture_json, write_report};
+use vecio_bench::experiments::results::{AllResults, NotMeasured};
 use vecio_bench::report::{self, Cell, SEEDS};
-use vecio_bench::results::{AllResults, NotMeasured};
 
 #[test]
 fn every_section_and_plot_is_present() {
@@ -253,7 +253,8 @@ fn summary_marks_misses() {
         .count();
     assert_eq!(text.matches("[MISS]").count(), misses);
     assert!(text.contains(&format!("{misses} missed")), "{text}");
-    assert!(text.lines().count() < 40, "one screen:\n{text}");
+    // One screen of a 50-line terminal: one table per unit costs a header and a rule each.
+    assert!(text.lines().count() < 50, "one screen:\n{text}");
     // A derived cell carries no JSON pointer.
     assert!(matches!(
         Cell::derived(1.0, "1.00x".into()),
@@ -283,4 +284,63 @@ fn page_cache_shares_are_never_negative_nor_above_all() {
     }
     // The fixture holds runs where the machine's Cached fell: they are said to be noise.
     assert!(noise > 0);
+}
+
+/// One unit per column: every summary row says its unit, its figures are bare numbers (the
+/// unit is in the column header), rows are grouped by unit in the HTML, and no peer cell is a
+/// ratio or one of vecio's own engines.
+#[test]
+fn summary_has_one_unit_per_column() {
+    let r = fixture();
+    let rows = report::summary_rows(&r);
+    let bare = |s: &str| {
+        s == "-"
+            || s == "not measured"
+            || s.starts_with("error")
+            || s.split([' ', '(', ')', '>', '.', '+', '-', '~'])
+                .filter(|w| !w.is_empty())
+                .all(|w| w.chars().all(|c| c.is_ascii_digit()) || w == "buffered")
+    };
+    for row in &rows {
+        assert!(
+            report::summary::UNITS.contains(&row.unit),
+            "{}: unit {}",
+            row.result,
+            row.unit
+        );
+        assert!(
+            bare(&row.seed_figure),
+            "{}: seed {}",
+            row.result,
+            row.seed_figure
+        );
+        assert!(bare(&row.vecio), "{}: vecio {}", row.result, row.vecio);
+        let no_figure = ["-", "none works", "libfuse not measured"];
+        if no_figure.iter().any(|p| row.peer.starts_with(p)) {
+            continue;
+        }
+        let peer_figure = row.peer.split(' ').next().unwrap_or("");
+        assert!(bare(peer_figure), "{}: peer {}", row.result, row.peer);
+        {
+            assert!(
+                report::verdict::is_real_peer(&row.peer),
+                "{}: peer {}",
+                row.result,
+                row.peer
+            );
+            assert_ne!(row.unit, "x", "a ratio has no peer: {}", row.result);
+        }
+    }
+    let (_dir, files) = write_report(&r);
+    let html = std::fs::read_to_string(&files.html).expect("index.html");
+    let units: Vec<&str> = html
+        .split("<table class=\"summary-table\" data-unit=\"")
+        .skip(1)
+        .filter_map(|t| t.split('"').next())
+        .collect();
+    let mut distinct = units.clone();
+    distinct.dedup();
+    assert_eq!(units, distinct, "one table per unit");
+    assert!(units.contains(&"MB/s") && units.contains(&"x"), "{units:?}");
+    assert!(html.contains("<th>vecio, MB/s</th>"));
 }

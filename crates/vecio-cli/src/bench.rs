@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use vecio_bench::callcost::{self, CallcostOptions};
-use vecio_bench::loopdev::{self, LoopOptions};
-use vecio_bench::nowait::{self, NowaitOptions};
-use vecio_bench::writev::{self, WritevOptions};
+use vecio_bench::experiments::callcost::{self, CallcostOptions};
+use vecio_bench::experiments::loopdev::{self, LoopOptions};
+use vecio_bench::experiments::nowait::{self, NowaitOptions};
+use vecio_bench::experiments::writev::{self, WritevOptions};
 
 use crate::cli::{Bench, CallcostArgs, CallcostWorkerArgs, LoopArgs, NowaitArgs, WritevArgs};
 

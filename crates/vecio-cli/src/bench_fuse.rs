@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use vecio_bench::fuse::{self, FuseOptions};
+use vecio_bench::experiments::fuse::{self, FuseOptions};
 
 use crate::size::{parse_seconds, parse_size};
 

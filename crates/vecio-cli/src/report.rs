@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use vecio_bench::all::{self, AllOptions};
-use vecio_bench::results::AllResults;
-use vecio_bench::{compare as cmp, report};
+use vecio_bench::experiments::all::{self, AllOptions};
+use vecio_bench::experiments::results::AllResults;
+use vecio_bench::report::{self, compare as cmp};
 
 use crate::cli::AllArgs;
 

@@ -32,13 +32,13 @@ pub fn on_stop(stop: impl Fn(i32) + Send + 'static) -> Result<()> {
 }
 
 /// For a benchmark: on SIGINT or SIGTERM, and on a panic in any thread, removes the scratch
-/// files, mounts and child servers still registered ([`vecio_bench::cleanup`]). After a
+/// files, mounts and child servers still registered ([`vecio_bench::harness::cleanup`]). After a
 /// signal the process exits with 128 + the signal's number, as a shell reports it.
 pub fn clean_up_on_stop() -> Result<()> {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default(info);
-        vecio_bench::cleanup::remove_all();
+        vecio_bench::harness::cleanup::remove_all();
     }));
     on_stop(|sig| {
         STOPPING.store(true, Ordering::SeqCst);
@@ -48,7 +48,7 @@ pub fn clean_up_on_stop() -> Result<()> {
             "SIGTERM"
         };
         eprintln!("\nvecio: stopped by {name}; removing scratch files, mounts and servers");
-        vecio_bench::cleanup::remove_all();
+        vecio_bench::harness::cleanup::remove_all();
         std::process::exit(128 + sig);
     })
 }

@@ -66,7 +66,7 @@ fn bench_all_quick_measures_everything_and_writes_the_report() {
         "loop neither measured nor explained"
     );
     // Where it can mount (root, /dev/fuse: CI) the FUSE experiment runs; elsewhere it says why.
-    if vecio_bench::fuse::cannot_run().is_none() {
+    if vecio_bench::experiments::fuse::cannot_run().is_none() {
         let cells = j["fuse"]["cells"].as_array().cloned().unwrap_or_default();
         assert!(
             !cells.is_empty(),

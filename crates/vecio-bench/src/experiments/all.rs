@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use crate::callcost::{self, CallcostOptions};
-use crate::fuse::{self, FuseOptions};
-use crate::loopdev::{self, LoopOptions};
-use crate::nowait::{self, NowaitOptions};
-use crate::overall::{self, Overall, Step};
-use crate::results::{AllResults, Elapsed, NotMeasured, FORMAT};
-use crate::setup::Setup;
-use crate::writev::{self, WritevOptions};
+use crate::experiments::callcost::{self, CallcostOptions};
+use crate::experiments::fuse::{self, FuseOptions};
+use crate::experiments::loopdev::{self, LoopOptions};
+use crate::experiments::nowait::{self, NowaitOptions};
+use crate::experiments::results::{AllResults, Elapsed, NotMeasured, FORMAT};
+use crate::experiments::writev::{self, WritevOptions};
+use crate::harness::overall::{self, Overall, Step};
+use crate::harness::setup::Setup;
 
 /// Options of `vecio bench all`.
 #[derive(Debug, Clone, Default)]
@@ -131,7 +131,7 @@ impl Plan {
         let nsteps = (16 * n.repeat + 1) as f64;
         let nowait = nsteps * (n.runtime.as_secs_f64() + 0.05) + fill(n.medium + 2 * n.large);
         let c = &self.callcost;
-        let grind = if c.callgrind && crate::callcost::valgrind_version().is_some() {
+        let grind = if c.callgrind && crate::experiments::callcost::valgrind_version().is_some() {
             10.0
         } else {
             0.0

@@ -7,12 +7,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::callcost::CallcostReport;
-use crate::fuse::FuseReport;
-use crate::loopdev::LoopReport;
-use crate::nowait::NowaitReport;
-use crate::setup::Setup;
-use crate::writev::WritevReport;
+use crate::experiments::callcost::CallcostReport;
+use crate::experiments::fuse::FuseReport;
+use crate::experiments::loopdev::LoopReport;
+use crate::experiments::nowait::NowaitReport;
+use crate::experiments::writev::WritevReport;
+use crate::harness::setup::Setup;
 
 /// The document's format; bumped when a field changes meaning.
 pub const FORMAT: u32 = 1;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::system;
+use crate::harness::system;
 
 /// Reads the stat file of the device holding a path.
 #[derive(Debug, Clone)]

@@ -172,7 +172,7 @@ impl FioJob {
         let cmdline = format!("fio {}", args.join(" "));
         let mut cmd = Command::new("fio");
         // fio writes to the scratch file: it must not outlive a stopped bench.
-        crate::cleanup::die_with_parent(&mut cmd);
+        crate::harness::cleanup::die_with_parent(&mut cmd);
         let out = cmd
             .args(&args)
             .output()
@@ -369,7 +369,7 @@ fn num(v: &Value, path: &[&str]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scratch::ScratchFile;
+    use crate::harness::scratch::ScratchFile;
 
     const REPORT: &str = r#"fio: some warning
 {

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{fio, scratch, system};
+use crate::harness::{fio, scratch, system};
 
 /// The set-up of one experiment run, recorded beside its figures.
 #[derive(Debug, Clone, Serialize, Deserialize)]

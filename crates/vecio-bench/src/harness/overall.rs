@@ -1,6 +1,6 @@
 //! The overall progress of a run of several experiments (`vecio bench all`): one line saying
 //! which experiment runs, how long it has left and how long the whole run has left, with each
-//! experiment's own bars (see [`crate::progress`]) drawn beneath it.
+//! experiment's own bars (see [`crate::harness::progress`]) drawn beneath it.
 //!
 //! Estimates come from each experiment's settings; once experiments finish, the rest are scaled
 //! by how far the finished ones were off. Without a terminal (or with `VECIO_NO_PROGRESS`), each
@@ -128,7 +128,7 @@ impl Overall {
             took: Vec::new(),
             current: None,
         }));
-        if !crate::progress::enabled() {
+        if !crate::harness::progress::enabled() {
             return Overall {
                 state,
                 bar: ProgressBar::hidden(),

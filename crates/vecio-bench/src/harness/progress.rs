@@ -107,7 +107,7 @@ fn new_bar(len: u64, template: &str, label: &str) -> ProgressBar {
     let style = ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
-    crate::overall::attach(
+    crate::harness::overall::attach(
         ProgressBar::new(len)
             .with_style(style)
             .with_prefix(label.to_string()),

@@ -41,9 +41,9 @@ pub struct ScratchFile {
     origin: Origin,
     filled_direct: bool,
     /// The temporary directory holding a created file; dropping it removes the directory.
-    _dir: Option<crate::cleanup::ScratchDir>,
+    _dir: Option<crate::harness::cleanup::ScratchDir>,
     /// A created file stays registered for removal if the run is stopped.
-    _tracked: Option<crate::cleanup::Tracked>,
+    _tracked: Option<crate::harness::cleanup::Tracked>,
 }
 
 impl ScratchFile {
@@ -60,7 +60,7 @@ impl ScratchFile {
         path: Option<PathBuf>,
         size: u64,
     ) -> Result<ScratchFile> {
-        let phase = crate::progress::Phase::bytes(label, size);
+        let phase = crate::harness::progress::Phase::bytes(label, size);
         let scratch =
             Self::prepare_with_progress(dir, path, size, &mut |done| phase.set_position(done))?;
         phase.finish();
@@ -107,7 +107,7 @@ impl ScratchFile {
             None => std::env::current_dir().context("cannot find the current directory")?,
         };
         ensure_free(&parent, size)?;
-        let tmp = crate::cleanup::ScratchDir::new_in("scratch", &parent)?;
+        let tmp = crate::harness::cleanup::ScratchDir::new_in("scratch", &parent)?;
         let path = tmp.path().join("scratch.dat");
         Self::create(path, Some(tmp), size, progress)
     }
@@ -149,14 +149,16 @@ impl ScratchFile {
     /// Creates `path` (which must not exist) and fills it; on failure the file is removed.
     fn create(
         path: PathBuf,
-        dir: Option<crate::cleanup::ScratchDir>,
+        dir: Option<crate::harness::cleanup::ScratchDir>,
         size: u64,
         progress: &mut dyn FnMut(u64),
     ) -> Result<ScratchFile> {
         let len = size.div_ceil(FILL_ALIGN as u64) * FILL_ALIGN as u64;
         // A file in a scratch directory goes with the directory; one at the user's path is
         // registered on its own.
-        let tracked = dir.is_none().then(|| crate::cleanup::track_path(&path));
+        let tracked = dir
+            .is_none()
+            .then(|| crate::harness::cleanup::track_path(&path));
         // From here on, dropping `file` removes what was created, even on error.
         let mut file = ScratchFile {
             path,
@@ -389,7 +391,7 @@ mod tests {
 
     #[test]
     fn uses_block_device_as_is() -> Result<()> {
-        let Some(dev) = crate::system::block_device(Path::new("."))? else {
+        let Some(dev) = crate::harness::system::block_device(Path::new("."))? else {
             println!("skipped: no block device behind the current directory");
             return Ok(());
         };

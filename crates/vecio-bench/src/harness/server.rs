@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::rusage::Usage;
+use crate::harness::rusage::Usage;
 
 /// How long a server may take to accept connections after it starts.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,7 +42,7 @@ pub struct ServerProcess {
     /// Its standard output and error.
     log: PathBuf,
     /// Registered to be stopped if the run is stopped.
-    _tracked: crate::cleanup::Tracked,
+    _tracked: crate::harness::cleanup::Tracked,
 }
 
 impl ServerProcess {
@@ -58,11 +58,11 @@ impl ServerProcess {
             .with_context(|| format!("creating {}", log.display()))?;
         let err = out.try_clone().context("duplicating the log file")?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-        crate::cleanup::die_with_parent(&mut cmd);
+        crate::harness::cleanup::die_with_parent(&mut cmd);
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {name}"))?;
-        let tracked = crate::cleanup::track_child(child.id());
+        let tracked = crate::harness::cleanup::track_child(child.id());
         // From here on, dropping `server` stops the process, whatever goes wrong.
         let mut server = ServerProcess {
             child: Some(child),

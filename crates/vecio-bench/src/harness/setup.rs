@@ -7,8 +7,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+use crate::harness::{meta, pagecache, system};
 use crate::info::{self, FileInfo, InfoOptions};
-use crate::{meta, pagecache, system};
 
 /// A tool the experiments use, and its version (`None`: not installed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,7 +122,11 @@ mod tests {
             ["fio", "qemu-nbd", "nbdkit", "libnbd", "libfuse", "valgrind"]
         );
         let fio = s.tools[0].version.clone();
-        assert_eq!(fio, crate::fio::fio_version(), "fio's version line");
+        assert_eq!(
+            fio,
+            crate::harness::fio::fio_version(),
+            "fio's version line"
+        );
         let scratch = s.scratch.as_ref().map(|i| i.kind);
         assert_eq!(scratch, Some(info::Kind::Directory));
     }

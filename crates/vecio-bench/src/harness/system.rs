@@ -234,7 +234,7 @@ pub struct SystemFacts {
     pub kernel: Option<String>,
     /// Usable CPUs ([`cpu_count`]).
     pub cpus: usize,
-    /// Filesystem of the benchmark path ([`crate::scratch::fs_name`]).
+    /// Filesystem of the benchmark path ([`crate::harness::scratch::fs_name`]).
     pub fs: Option<String>,
     /// Block device behind the benchmark path ([`block_device`]).
     pub block_device: Option<BlockDevice>,
@@ -248,9 +248,9 @@ impl SystemFacts {
         SystemFacts {
             kernel: kernel_release().ok(),
             cpus: cpu_count(),
-            fs: crate::scratch::fs_name(path).ok(),
+            fs: crate::harness::scratch::fs_name(path).ok(),
             block_device: block_device(path).ok().flatten(),
-            fio_version: crate::fio::fio_version(),
+            fio_version: crate::harness::fio::fio_version(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! widest cell; numeric columns are right-aligned, text columns left-aligned.
 //!
 //! ```
-//! use vecio_bench::table::Table;
+//! use vecio_bench::harness::table::Table;
 //!
 //! let mut t = Table::new(["engine", "MB/s"]);
 //! t.row(["serial", "12.5"]);

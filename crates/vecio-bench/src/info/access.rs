@@ -68,7 +68,10 @@ mod tests {
 
     #[test]
     fn a_device_is_sized_without_opening_it() -> std::io::Result<()> {
-        let Some(dev) = crate::system::block_device(Path::new("/")).ok().flatten() else {
+        let Some(dev) = crate::harness::system::block_device(Path::new("/"))
+            .ok()
+            .flatten()
+        else {
             println!("skipped: no block device behind /");
             return Ok(());
         };

@@ -134,9 +134,11 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
         );
     };
     let on_fs = kind != Kind::Block;
-    let fs = on_fs.then(|| crate::scratch::fs_name(path).ok()).flatten();
+    let fs = on_fs
+        .then(|| crate::harness::scratch::fs_name(path).ok())
+        .flatten();
     let mount = if on_fs {
-        crate::system::mount_of(path)
+        crate::harness::system::mount_of(path)
             .ok()
             .flatten()
             .map(|m| MountPoint {

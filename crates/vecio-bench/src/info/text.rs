@@ -1,7 +1,7 @@
 //! `vecio info`'s human output.
 
 use super::{FileInfo, Kind};
-use crate::table::Table;
+use crate::harness::table::Table;
 
 /// Bytes as `1.5 GiB`, `512 B`.
 pub fn fmt_bytes(b: u64) -> String {

@@ -12,9 +12,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::results::AllResults;
-use crate::stats::{median, Summary};
-use crate::table::Table;
+use crate::experiments::results::AllResults;
+use crate::harness::stats::{median, Summary};
+use crate::harness::table::Table;
 
 /// The relative spread given to callgrind's instruction counts: single-threaded variants repeat
 /// exactly, the thread-pool ones vary by about 1% between runs.

@@ -1,15 +1,15 @@
 //! Number formatting shared by the sections, so a figure reads the same everywhere.
 
 use super::Cell;
-use crate::stats::Summary;
+use crate::harness::stats::Summary;
 
 /// `4.84x`, or `-` when there is no ratio.
-pub(super) fn ratio(r: Option<f64>) -> String {
+pub(crate) fn ratio(r: Option<f64>) -> String {
     r.map_or("-".into(), |r| format!("{r:.2}x"))
 }
 
 /// A ratio cell (derived: it is computed from several figures).
-pub(super) fn ratio_cell(r: Option<f64>) -> Cell {
+pub(crate) fn ratio_cell(r: Option<f64>) -> Cell {
     match r {
         Some(v) => Cell::derived(v, ratio(r)),
         None => Cell::text("-"),
@@ -18,7 +18,7 @@ pub(super) fn ratio_cell(r: Option<f64>) -> Cell {
 
 /// The median of a [`Summary`] stored at `pointer` in `results.json`, with its spread:
 /// `329.7 ±4%` (no spread for a single sample).
-pub(super) fn summary_cell(s: &Summary, prec: usize, pointer: String) -> Cell {
+pub(crate) fn summary_cell(s: &Summary, prec: usize, pointer: String) -> Cell {
     let mut text = format!("{:.prec$}", s.median);
     if s.n > 1 {
         text += &format!(" ±{:.0}%", s.relative_spread() * 100.0);
@@ -31,7 +31,7 @@ pub(super) fn summary_cell(s: &Summary, prec: usize, pointer: String) -> Cell {
 }
 
 /// A share (0 to 1) stored at `pointer`, shown as a percentage.
-pub(super) fn share_cell(v: f64, pointer: String) -> Cell {
+pub(crate) fn share_cell(v: f64, pointer: String) -> Cell {
     Cell::Num {
         text: format!("{:.1}%", v * 100.0),
         value: v,
@@ -39,8 +39,18 @@ pub(super) fn share_cell(v: f64, pointer: String) -> Cell {
     }
 }
 
+/// `4.84` (a figure of the summary, whose column header names the unit), or `-`.
+pub(crate) fn num(v: Option<f64>, prec: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.prec$}"))
+}
+
+/// `-16` for a change of -0.16 (in a column whose header says `% change`).
+pub(crate) fn change_num(v: f64) -> String {
+    format!("{:+.0}", v * 100.0)
+}
+
 /// `-16%` for a change of -0.16.
-pub(super) fn change(v: f64) -> String {
+pub(crate) fn change(v: f64) -> String {
     format!("{:+.0}%", v * 100.0)
 }
 

@@ -5,7 +5,7 @@
 
 use super::summary::SummaryRow;
 use super::{Cell, DataTable, Section};
-use crate::results::AllResults;
+use crate::experiments::results::AllResults;
 
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;color:#1b1b1b;line-height:1.4}
@@ -98,11 +98,28 @@ fn mark(met: bool) -> &'static str {
     }
 }
 
+/// The summary: one table per unit, so every column holds one unit, named in its header.
 fn summary(rows: &[SummaryRow]) -> String {
-    let mut out = String::from(
-        "<table id=\"summary-table\">\n<tr><th>seed</th><th>result</th><th>seed's figure</th>\
-         <th>vecio</th><th>best peer</th><th>vecio/peer</th><th>target</th></tr>\n",
+    let mut out = String::new();
+    for (unit, group) in super::summary::by_unit(rows) {
+        out += &format!(
+            "<h3>{}</h3>\n{}",
+            esc(super::summary::unit_heading(unit)),
+            unit_table(unit, &group)
+        );
+    }
+    out
+}
+
+fn unit_table(unit: &str, rows: &[&SummaryRow]) -> String {
+    let mut out = format!(
+        "<table class=\"summary-table\" data-unit=\"{}\">\n<tr>",
+        esc(unit)
     );
+    for h in super::summary::unit_header(unit) {
+        out += &format!("<th>{}</th>", esc(&h));
+    }
+    out += "</tr>\n";
     for r in rows {
         let target = match &r.target {
             Some(v) => format!("{} {}", mark(v.met), esc(&v.want)),
@@ -117,7 +134,7 @@ fn summary(rows: &[SummaryRow]) -> String {
             esc(&r.seed_figure),
             esc(&r.vecio),
             esc(&r.peer),
-            super::fmt::ratio(r.ratio),
+            super::fmt::num(r.ratio, 2),
         );
     }
     out + "</table>\n"

@@ -2,7 +2,7 @@
 
 use super::summary::SummaryRow;
 use super::{DataTable, Section};
-use crate::results::AllResults;
+use crate::experiments::results::AllResults;
 
 /// Escapes a table cell (pipes would end it).
 fn cell(s: &str) -> String {
@@ -151,32 +151,25 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
     }
     out += &verdict(rows, sections);
     out += "\n## Summary\n\n";
-    let summary: Vec<Vec<String>> = rows
-        .iter()
-        .map(|x| {
-            vec![
-                x.seed.to_string(),
-                x.result.clone(),
-                x.seed_figure.clone(),
-                x.vecio.clone(),
-                x.peer.clone(),
-                super::fmt::ratio(x.ratio),
-                x.mark(),
-            ]
-        })
-        .collect();
-    let header = [
-        "seed",
-        "result",
-        "seed's figure",
-        "vecio",
-        "best peer",
-        "vecio/peer",
-        "target",
-    ]
-    .map(String::from);
-    out += &table(&header, &summary);
-    out += "\n";
+    for (unit, group) in super::summary::by_unit(rows) {
+        let summary: Vec<Vec<String>> = group
+            .iter()
+            .map(|x| {
+                vec![
+                    x.seed.to_string(),
+                    x.result.clone(),
+                    x.seed_figure.clone(),
+                    x.vecio.clone(),
+                    x.peer.clone(),
+                    super::fmt::num(x.ratio, 2),
+                    x.mark(),
+                ]
+            })
+            .collect();
+        out += &format!("### {}\n\n", super::summary::unit_heading(unit));
+        out += &table(&super::summary::unit_header(unit), &summary);
+        out += "\n";
+    }
     for n in &r.not_measured {
         let how = if n.failed { "failed" } else { "not measured" };
         out += &format!("- {}: {how}: {}\n", n.experiment, n.reason);

@@ -8,17 +8,13 @@
 //! show, and the HTML repeats it (`data-json`, `data-value`) so the numbers can be checked
 //! against the JSON mechanically.
 
-mod fmt;
+pub mod compare;
+pub(crate) mod fmt;
 pub mod html;
 pub mod markdown;
 pub mod plot;
-mod s000_writev;
-mod s001_loop;
-mod s002_nowait;
-mod s003_callcost;
-mod s004_fuse;
-mod seeds;
-mod setup;
+pub(crate) mod seeds;
+pub(crate) mod setup;
 pub mod summary;
 pub mod verdict;
 
@@ -26,8 +22,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::results::AllResults;
-use crate::writev::Target;
+use crate::experiments::results::AllResults;
+use crate::experiments::{callcost, fuse, loopdev, nowait, writev};
+use crate::harness::target::Target;
 
 pub use seeds::{Claim, Seed, SEEDS};
 pub use summary::{summary_rows, SummaryRow};
@@ -151,7 +148,7 @@ impl Section {
     }
 
     /// An empty measured section for `seed` with its set-up lines.
-    fn measured(seed: &'static Seed, setup: Vec<(String, String)>) -> Section {
+    pub(crate) fn measured(seed: &'static Seed, setup: Vec<(String, String)>) -> Section {
         Section {
             setup,
             not_measured: None,
@@ -161,7 +158,7 @@ impl Section {
 }
 
 /// Why a seed's experiment has no data in `r`.
-fn why_missing(r: &AllResults, key: &str) -> String {
+pub(crate) fn why_missing(r: &AllResults, key: &str) -> String {
     r.why_not(key)
         .map(str::to_string)
         .unwrap_or_else(|| "not in this results file".to_string())
@@ -170,11 +167,11 @@ fn why_missing(r: &AllResults, key: &str) -> String {
 /// Every section, seed 000 to 004.
 pub fn sections(r: &AllResults) -> Result<Vec<Section>> {
     Ok(vec![
-        s000_writev::section(r)?,
-        s001_loop::section(r)?,
-        s002_nowait::section(r)?,
-        s003_callcost::section(r)?,
-        s004_fuse::section(r)?,
+        writev::section::section(r)?,
+        loopdev::section::section(r)?,
+        nowait::section::section(r)?,
+        callcost::section::section(r)?,
+        fuse::section::section(r)?,
     ])
 }
 

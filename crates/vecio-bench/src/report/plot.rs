@@ -116,7 +116,7 @@ impl BarValue {
     }
 
     /// A bar from a summary of repetitions.
-    pub fn of(s: &crate::stats::Summary) -> BarValue {
+    pub fn of(s: &crate::harness::stats::Summary) -> BarValue {
         BarValue {
             value: s.median,
             low: s.min,

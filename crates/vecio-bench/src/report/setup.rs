@@ -1,9 +1,9 @@
 //! The "set-up here" lines of a section: machine, file, filesystem, device and queue, what the
 //! kernel allowed on the scratch directory, and the peer tools' versions.
 
+use crate::experiments::results::AllResults;
+use crate::harness::meta::RunMeta;
 use crate::info::{self, Outcome};
-use crate::meta::RunMeta;
-use crate::results::AllResults;
 
 /// Queue settings worth a line in a report.
 const QUEUE_SHOWN: [&str; 8] = [
@@ -19,7 +19,7 @@ const QUEUE_SHOWN: [&str; 8] = [
 
 /// The set-up lines for a section whose experiment recorded `meta`, with `extra` lines about
 /// its own settings and the versions of `tools`.
-pub(super) fn lines(
+pub(crate) fn lines(
     r: &AllResults,
     meta: &RunMeta,
     extra: Vec<(String, String)>,

@@ -2,9 +2,9 @@
 //! vecio over the peer, and whether vecio met its target. Printed at the end of
 //! `vecio bench all` and at the top of the report.
 
-use super::{s000_writev, s001_loop, s002_nowait, s003_callcost, s004_fuse};
-use crate::results::AllResults;
-use crate::table::Table;
+use crate::experiments::results::AllResults;
+use crate::experiments::{callcost, fuse, loopdev, nowait, writev};
+use crate::harness::table::Table;
 
 /// A target and whether it was met.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,11 +22,17 @@ pub struct SummaryRow {
     pub seed: &'static str,
     /// What is compared.
     pub result: String,
-    /// The seed's figure.
+    /// The unit of the seed's, vecio's and the peer's figures (`x` for a ratio named in
+    /// `result`, `MB/s`, `IOPS`, `%`, `% change`, `µs`): the summary groups rows by it, so
+    /// every column of a table holds one unit, named in its header.
+    pub unit: &'static str,
+    /// The seed's figure, in `unit`.
     pub seed_figure: String,
-    /// vecio's figure (or why there is none).
+    /// vecio's figure in `unit` (or why there is none).
     pub vecio: String,
-    /// The best peer's figure and who it is.
+    /// The best peer's figure in `unit` and who it is (`FIGURE NAME`): another program
+    /// measured on the same file, never one of vecio's own engines, never a ratio; `-` when
+    /// no other program measures this.
     pub peer: String,
     /// vecio over the peer, where both exist.
     pub ratio: Option<f64>,
@@ -37,10 +43,16 @@ pub struct SummaryRow {
 impl SummaryRow {
     /// A row for a result with no vecio figure: the experiment did not run (the reason is
     /// listed under the summary).
-    pub fn missing(seed: &'static str, result: &str, seed_figure: &str) -> SummaryRow {
+    pub fn missing(
+        seed: &'static str,
+        result: &str,
+        unit: &'static str,
+        seed_figure: &str,
+    ) -> SummaryRow {
         SummaryRow {
             seed,
             result: result.to_string(),
+            unit,
             seed_figure: seed_figure.to_string(),
             vecio: "not measured".into(),
             peer: "-".into(),
@@ -57,10 +69,70 @@ impl SummaryRow {
             None => "-".into(),
         }
     }
+
+    /// vecio's figure with its unit, for a line that stands alone (the verdict).
+    pub fn vecio_with_unit(&self) -> String {
+        with_unit(&self.vecio, self.unit)
+    }
+
+    /// The peer's figure with its unit and the peer's name, for a line that stands alone.
+    pub fn peer_with_unit(&self) -> String {
+        match self.peer.split_once(' ') {
+            Some((figure, name)) if figure.parse::<f64>().is_ok() => {
+                format!("{} {name}", with_unit(figure, self.unit))
+            }
+            _ => self.peer.clone(),
+        }
+    }
+}
+
+/// `figure unit` when `figure` is a number, `figure` alone otherwise (`-`, `not measured`).
+fn with_unit(figure: &str, unit: &str) -> String {
+    let numeric = figure
+        .trim_start_matches(['+', '-', '~'])
+        .parse::<f64>()
+        .is_ok();
+    match (numeric, unit) {
+        (false, _) => figure.to_string(),
+        (true, "x") => format!("{figure}x"),
+        (true, "%") => format!("{figure}%"),
+        (true, unit) => format!("{figure} {unit}"),
+    }
+}
+
+/// The units of the summary, in the order their tables appear.
+pub const UNITS: [&str; 6] = ["x", "MB/s", "IOPS", "µs", "%", "% change"];
+
+/// What a unit's table measures, for its heading.
+pub fn unit_heading(unit: &str) -> &'static str {
+    match unit {
+        "x" => "Ratios (x: the ratio the result names)",
+        "MB/s" => "Throughput (MB/s)",
+        "IOPS" => "I/O operations per second (IOPS)",
+        "µs" => "Latency (µs)",
+        "%" => "Shares (%)",
+        "% change" => "Changes (% change)",
+        _ => "Other",
+    }
+}
+
+/// The rows grouped by unit, in [`UNITS`] order (rows of another unit last); empty groups
+/// are left out.
+pub fn by_unit(rows: &[SummaryRow]) -> Vec<(&'static str, Vec<&SummaryRow>)> {
+    let mut groups: Vec<(&'static str, Vec<&SummaryRow>)> =
+        UNITS.iter().map(|&u| (u, Vec::new())).collect();
+    for row in rows {
+        match groups.iter_mut().find(|(u, _)| *u == row.unit) {
+            Some((_, g)) => g.push(row),
+            None => groups.push((row.unit, vec![row])),
+        }
+    }
+    groups.retain(|(_, g)| !g.is_empty());
+    groups
 }
 
 /// `>= x` (met when the value is at least `x`).
-pub(super) fn at_least(value: Option<f64>, x: f64, unit: &str) -> Option<Verdict> {
+pub(crate) fn at_least(value: Option<f64>, x: f64, unit: &str) -> Option<Verdict> {
     value.map(|v| Verdict {
         want: format!(">= {x}{unit}"),
         met: v >= x,
@@ -68,7 +140,7 @@ pub(super) fn at_least(value: Option<f64>, x: f64, unit: &str) -> Option<Verdict
 }
 
 /// `<= x` (met when the value is at most `x`).
-pub(super) fn at_most(value: Option<f64>, x: f64, unit: &str) -> Option<Verdict> {
+pub(crate) fn at_most(value: Option<f64>, x: f64, unit: &str) -> Option<Verdict> {
     value.map(|v| Verdict {
         want: format!("<= {x}{unit}"),
         met: v <= x,
@@ -76,7 +148,7 @@ pub(super) fn at_most(value: Option<f64>, x: f64, unit: &str) -> Option<Verdict>
 }
 
 /// `a / b` when both exist and `b` is not zero.
-pub(super) fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+pub(crate) fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b != 0.0 => Some(a / b),
         _ => None,
@@ -84,13 +156,13 @@ pub(super) fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// Every seed's rows, in seed order. A peer that is one of vecio's own engines (its io_uring
-/// or preadv2 path) is no peer: such a cell shows `-` and no ratio.
+/// or preadv2 path) or a ratio is no peer: such a cell shows `-` and no ratio.
 pub fn summary_rows(r: &AllResults) -> Vec<SummaryRow> {
-    let mut rows = s000_writev::summary(r);
-    rows.extend(s001_loop::summary(r));
-    rows.extend(s002_nowait::summary(r));
-    rows.extend(s003_callcost::summary(r));
-    rows.extend(s004_fuse::summary(r));
+    let mut rows = writev::section::summary(r);
+    rows.extend(loopdev::section::summary(r));
+    rows.extend(nowait::section::summary(r));
+    rows.extend(callcost::section::summary(r));
+    rows.extend(fuse::section::summary(r));
     for row in &mut rows {
         let failed_peers = row.peer.starts_with("none works");
         if row.peer != "-" && !failed_peers && !super::verdict::is_real_peer(&row.peer) {
@@ -142,9 +214,39 @@ pub fn render_verdict(
     out + "\n"
 }
 
+/// The header of a summary table whose figures are in `unit`.
+pub fn unit_header(unit: &str) -> [String; 7] {
+    [
+        "seed".into(),
+        "result".into(),
+        format!("seed's figure, {unit}"),
+        format!("vecio, {unit}"),
+        format!("best other program, {unit}"),
+        "vecio/other, x".into(),
+        "target".into(),
+    ]
+}
+
+/// One unit's rows as a text table.
+fn unit_table(unit: &str, rows: &[&SummaryRow]) -> Table {
+    let mut t = Table::new(unit_header(unit));
+    for row in rows {
+        t.row([
+            row.seed.to_string(),
+            row.result.clone(),
+            row.seed_figure.clone(),
+            row.vecio.clone(),
+            row.peer.clone(),
+            super::fmt::num(row.ratio, 2),
+            row.mark(),
+        ]);
+    }
+    t
+}
+
 /// The summary as text for the terminal.
 pub fn render(r: &AllResults, rows: &[SummaryRow]) -> String {
-    let mut out = String::from("\nSummary: each seed's result beside vecio's and the best peer's");
+    let mut out = String::from("\nSummary: each seed's result beside vecio's and the best other program's, one table per unit");
     if let Some(s) = &r.setup {
         let fs = s.scratch.as_ref().and_then(|i| i.fs.clone());
         out += &format!(
@@ -173,27 +275,11 @@ pub fn render(r: &AllResults, rows: &[SummaryRow]) -> String {
         }
         Err(_) => out += &format!("targets: {met} met, {missed} missed (MISS)\n"),
     }
-    let mut t = Table::new([
-        "seed",
-        "result",
-        "seed",
-        "vecio",
-        "best peer",
-        "vecio/peer",
-        "target",
-    ]);
-    for row in rows {
-        t.row([
-            row.seed.to_string(),
-            row.result.clone(),
-            row.seed_figure.clone(),
-            row.vecio.clone(),
-            row.peer.clone(),
-            super::fmt::ratio(row.ratio),
-            row.mark(),
-        ]);
+    // One table per unit, one after the other: each header names its unit.
+    out.push('\n');
+    for (unit, group) in by_unit(rows) {
+        out += &unit_table(unit, &group).to_string();
     }
-    out += &t.to_string();
     if !r.not_measured.is_empty() {
         let names: Vec<String> = r
             .not_measured
@@ -216,7 +302,7 @@ mod tests {
         assert_eq!(at_most(Some(1.2), 1.05, "x").map(|v| v.met), Some(false));
         assert_eq!(at_least(None, 1.0, ""), None);
         assert_eq!(div(Some(1.0), Some(0.0)), None);
-        let mut row = SummaryRow::missing("004", "writev", "4.5x");
+        let mut row = SummaryRow::missing("004", "writev", "x", "4.5");
         assert_eq!(row.mark(), "-");
         row.target = at_least(Some(1.0), 2.0, "x");
         assert_eq!(row.mark(), "[MISS] >= 2x");

@@ -71,13 +71,18 @@ const OWN: [&str; 8] = [
 ];
 
 /// True when `peer` (a summary row's peer cell, `FIGURE NAME`) names another program or the
-/// kernel's own path without vecio (`native`), not one of vecio's own engines.
+/// kernel's own path without vecio (`native`), not one of vecio's own engines, and its figure
+/// is the program's own measure, not a ratio (`6.03x fio 32k/4k` is fio against itself).
 pub fn is_real_peer(peer: &str) -> bool {
     let peer = peer.trim();
     if peer.is_empty() || peer == "-" {
         return false;
     }
-    !peer.split_whitespace().any(|w| OWN.contains(&w))
+    let ratio = peer
+        .split_whitespace()
+        .next()
+        .is_some_and(|f| f.ends_with('x') && f.trim_end_matches('x').parse::<f64>().is_ok());
+    !ratio && !peer.split_whitespace().any(|w| OWN.contains(&w))
 }
 
 /// One line of the first screen.
@@ -122,26 +127,16 @@ pub fn verdicts(sections: &[Section], rows: &[SummaryRow]) -> Vec<VerdictLine> {
             let id = s.seed.id;
             let mine: Vec<&SummaryRow> = rows.iter().filter(|r| r.seed == id).collect();
             let head = mine.first();
-            // A program's own figure (MB/s, IOPS) rather than its own ratio, where there is one.
-            let own_figure = |r: &&&SummaryRow| {
-                is_real_peer(&r.peer)
-                    && !r
-                        .peer
-                        .split_whitespace()
-                        .next()
-                        .is_some_and(|f| f.ends_with('x'))
-            };
             let peer = mine
                 .iter()
-                .find(own_figure)
-                .or_else(|| mine.iter().find(|r| is_real_peer(&r.peer)))
-                .map(|r| format!("{} ({})", r.peer, r.result))
+                .find(|r| is_real_peer(&r.peer))
+                .map(|r| format!("{} ({})", r.peer_with_unit(), r.result))
                 .unwrap_or_else(|| "no other program measures this".into());
             VerdictLine {
                 seed: id,
                 claim: provenance(id).map_or(s.seed.title, |p| p.claim),
                 result: head.map_or(String::new(), |r| r.result.clone()),
-                vecio: head.map_or("not measured".into(), |r| r.vecio.clone()),
+                vecio: head.map_or("not measured".into(), |r| r.vecio_with_unit()),
                 peer,
                 met: s.targets.iter().filter(|t| t.met).count(),
                 total: s.targets.len(),
@@ -168,7 +163,8 @@ mod tests {
     #[test]
     fn own_engines_are_no_peers() {
         assert!(is_real_peer("31426 qemu-nbd"));
-        assert!(is_real_peer("6.03x fio 32k/4k"));
+        assert!(!is_real_peer("6.03x fio 32k/4k"));
+        assert!(is_real_peer("812.4 fio 32k"));
         assert!(is_real_peer("429 libfuse passthrough_ll"));
         assert!(is_real_peer("1310 native"));
         assert!(!is_real_peer("0.0% io_uring"));

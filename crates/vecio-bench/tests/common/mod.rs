@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use vecio_bench::experiments::results::AllResults;
 use vecio_bench::report::{self, ReportFiles};
-use vecio_bench::results::AllResults;
 
 /// A recorded `vecio bench all --quick` run (`--size 32M --runtime 0.25 --repeat 2`).
 pub fn fixture_path() -> PathBuf {

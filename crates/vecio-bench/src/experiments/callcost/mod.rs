@@ -7,6 +7,8 @@
 //! invisible to it. Its figures say exactly what vecio adds on top of the system call, and
 //! they repeat run after run where times do not. Times include the kernel.
 
+pub mod section;
+
 use std::io::IoSliceMut;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,10 +21,10 @@ use vecio::{
     Batch, Direct, Engine, EngineKind, FastReadMode, FastReadPolicy, File, IoIter, RwFlags,
 };
 
-use crate::meta::RunMeta;
-use crate::progress::Phase;
-use crate::stats::Summary;
-use crate::table::Table;
+use crate::harness::meta::RunMeta;
+use crate::harness::progress::Phase;
+use crate::harness::stats::Summary;
+use crate::harness::table::Table;
 
 /// Bytes per call.
 pub const CALL: usize = 4096;
@@ -294,7 +296,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    let tmp = crate::cleanup::ScratchDir::new_in("callcost", &dir)?;
+    let tmp = crate::harness::cleanup::ScratchDir::new_in("callcost", &dir)?;
     let path = tmp.path().join("page.dat");
     std::fs::write(&path, vec![0x5a_u8; 64 * 1024]).context("writing the page file")?;
     let valgrind = if opts.callgrind {
@@ -307,7 +309,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); Variant::ALL.len()];
     for _ in 0..opts.repeat {
         for (i, &v) in Variant::ALL.iter().enumerate() {
-            crate::cache::warm(&path)?;
+            crate::harness::pagecache::warm(&path)?;
             ns[i].push(time_variant(v, &path, opts.runtime).with_context(|| v.name())?);
         }
     }
@@ -343,7 +345,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
 
 fn ratio_to_raw(r: &CallcostReport, v: &VariantFigures) -> Option<f64> {
     let raw = r.variants.iter().find(|x| x.variant == Variant::RawPread)?;
-    crate::stats::paired_median(&v.ns_samples, &raw.ns_samples)
+    crate::harness::stats::paired_median(&v.ns_samples, &raw.ns_samples)
 }
 
 fn instr_ratio(r: &CallcostReport, v: &VariantFigures) -> Option<f64> {
@@ -406,14 +408,14 @@ pub fn render(r: &CallcostReport) -> String {
 }
 
 /// The targets: instructions where counted, else time.
-pub fn targets(r: &CallcostReport) -> Vec<crate::writev::Target> {
+pub fn targets(r: &CallcostReport) -> Vec<crate::harness::target::Target> {
     let mut out = Vec::new();
     for (v, limit) in [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)] {
         let Some(f) = r.variants.iter().find(|x| x.variant == v) else {
             continue;
         };
         if let Some(x) = instr_ratio(r, f) {
-            out.push(crate::writev::Target {
+            out.push(crate::harness::target::Target {
                 text: format!(
                     "{}: {x:.3}x the instructions of the raw pread loop (want <= {limit:.2}x)",
                     v.name()
@@ -422,7 +424,7 @@ pub fn targets(r: &CallcostReport) -> Vec<crate::writev::Target> {
             });
         }
         if let Some(x) = ratio_to_raw(r, f) {
-            out.push(crate::writev::Target {
+            out.push(crate::harness::target::Target {
                 text: format!(
                     "{}: {x:.3}x the time of the raw pread loop (want <= {limit:.2}x)",
                     v.name()

@@ -2,19 +2,19 @@
 
 use anyhow::Result;
 
-use super::fmt::{ratio, ratio_cell, summary_cell};
-use super::plot::{self, BarGroup, BarValue, Bars};
-use super::summary::{at_most, div, SummaryRow};
-use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
-use crate::callcost::{self, CallcostReport, Variant, VariantFigures};
-use crate::results::AllResults;
-use crate::stats::paired_median;
+use crate::experiments::callcost::{self, CallcostReport, Variant, VariantFigures};
+use crate::experiments::results::AllResults;
+use crate::harness::stats::paired_median;
+use crate::report::fmt::{num, ratio_cell, summary_cell};
+use crate::report::plot::{self, BarGroup, BarValue, Bars};
+use crate::report::summary::{at_most, div, SummaryRow};
+use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
 
 /// The seed's cost of the iterator path over the plain one (read was 10% faster).
 const SEED_OVERHEAD: f64 = 1.10;
 
 /// The section.
-pub(super) fn section(r: &AllResults) -> Result<Section> {
+pub(crate) fn section(r: &AllResults) -> Result<Section> {
     let seed = seeds::seed("callcost");
     let Some(c) = &r.callcost else {
         return Ok(Section::not_measured(seed, why_missing(r, "callcost")));
@@ -151,41 +151,36 @@ fn bars(c: &CallcostReport, instructions: bool) -> Bars {
 }
 
 /// The seed's results beside vecio's (the peer: raw preadv2, the kernel's own vectored call).
-pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let seed = "003";
     let Some(c) = &r.callcost else {
         return vec![SummaryRow::missing(
             seed,
-            "read_at cost vs raw pread",
-            "1.10x",
+            "read_at cost/raw pread",
+            "x",
+            "1.10",
         )];
     };
     let find = |x: Variant| c.variants.iter().find(|v| v.variant == x);
-    let peer = find(Variant::RawPreadv2);
     let mut out = Vec::new();
     for (x, limit) in [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)] {
         let Some(v) = find(x) else { continue };
         let counted = v.instructions.is_some();
-        let (what, mine, theirs) = if counted {
-            (
-                "instructions",
-                instr_vs_raw(c, v),
-                peer.and_then(|p| instr_vs_raw(c, p)),
-            )
+        let (what, mine) = if counted {
+            ("instructions", instr_vs_raw(c, v))
         } else {
-            (
-                "time",
-                time_vs_raw(c, v),
-                peer.and_then(|p| time_vs_raw(c, p)),
-            )
+            ("time", time_vs_raw(c, v))
         };
         out.push(SummaryRow {
             seed,
-            result: format!("{} {what} vs raw pread", x.name()),
-            seed_figure: format!("{SEED_OVERHEAD:.2}x"),
-            vecio: ratio(mine),
-            peer: theirs.map_or("-".into(), |t| format!("{t:.2}x preadv2")),
-            ratio: div(mine, theirs),
+            result: format!("{} {what}/raw pread", x.name()),
+            unit: "x",
+            seed_figure: format!("{SEED_OVERHEAD:.2}"),
+            vecio: num(mine, 2),
+            // Raw preadv2's ratio is a system call's, not another program's: it stays in the
+            // section's table.
+            peer: "-".into(),
+            ratio: None,
             target: at_most(mine, limit, "x"),
         });
     }

@@ -6,6 +6,7 @@
 //! buffered (not `O_DIRECT`) calls through `vecio fuse` with and without `FUSE_PASSTHROUGH`.
 
 mod render;
+pub mod section;
 pub mod subjects;
 pub mod workload;
 
@@ -15,9 +16,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::meta::RunMeta;
-use crate::progress::Phase;
-use crate::stats::{paired_median, Summary};
+use crate::harness::target::Target;
+
+use crate::harness::meta::RunMeta;
+use crate::harness::progress::Phase;
+use crate::harness::stats::{paired_median, Summary};
 pub use render::render;
 use subjects::{Kind, Subject};
 use workload::Op;
@@ -74,9 +77,9 @@ pub struct Cell {
     pub error: Option<String>,
 }
 
-/// A target of the issue and whether this run met it.
+/// A ratio the issue asks of vecio fuse against a peer, as measured; [`Goal::target`] judges it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Target {
+pub struct Goal {
     /// What is compared.
     pub what: String,
     /// The ratio wanted (at least).
@@ -87,13 +90,26 @@ pub struct Target {
     pub only_vecio_works: bool,
 }
 
-impl Target {
+impl Goal {
     /// True when measured and at least the wanted ratio.
     pub fn met(&self) -> Option<bool> {
         if self.only_vecio_works {
             return Some(true);
         }
         self.got.map(|g| g >= self.want)
+    }
+
+    /// The goal as a judged target, or `None` when it was not measured.
+    pub fn target(&self) -> Option<Target> {
+        let got = if self.only_vecio_works {
+            "only vecio works".to_string()
+        } else {
+            crate::report::fmt::ratio(self.got)
+        };
+        Some(Target {
+            text: format!("{}: {got} (want >= {:.2}x)", self.what, self.want),
+            met: self.met()?,
+        })
     }
 }
 
@@ -117,7 +133,7 @@ pub struct FuseReport {
     /// Every cell.
     pub cells: Vec<Cell>,
     /// Targets.
-    pub targets: Vec<Target>,
+    pub targets: Vec<Goal>,
 }
 
 /// The seed's figures (MB/s): before and after packing.
@@ -200,8 +216,8 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    crate::scratch::ensure_free(&dir, opts.size)?;
-    let tmp = crate::cleanup::ScratchDir::new_in("fuse", &dir)?;
+    crate::harness::scratch::ensure_free(&dir, opts.size)?;
+    let tmp = crate::harness::cleanup::ScratchDir::new_in("fuse", &dir)?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
     let file_name = "data";
@@ -285,7 +301,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         size: opts.size,
         runtime_s: opts.runtime.as_secs_f64(),
         repeat: opts.repeat,
-        max_pages_limit: vecio_fuse::max_pages_limit(),
+        max_pages_limit: max_pages_limit(),
         libfuse,
         subjects,
         cells,
@@ -330,11 +346,11 @@ pub fn ratio(a: Option<&Cell>, b: Option<&Cell>) -> Option<f64> {
     paired_median(&a.samples, &b.samples)
 }
 
-fn targets(cells: &[Cell]) -> Vec<Target> {
+fn targets(cells: &[Cell]) -> Vec<Goal> {
     let mut t = Vec::new();
     for op in [Op::Readv, Op::Writev] {
         let v = cell(cells, VECIO, op, true);
-        t.push(Target {
+        t.push(Goal {
             what: format!("{} packed / per-segment", op.name()),
             want: 4.5,
             got: ratio(v, cell(cells, VECIO_PER_SEGMENT, op, true)),
@@ -363,7 +379,7 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
             })
             .collect();
         let vecio_works = v.is_some_and(|c| c.error.is_none() && !c.samples.is_empty());
-        t.push(Target {
+        t.push(Goal {
             what: match best {
                 Some(b) => format!(
                     "{} vs best working libfuse example ({})",
@@ -382,7 +398,7 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
             // Every example fails where vecio serves: vecio meets the target, said as such.
             only_vecio_works: best.is_none() && !failed.is_empty() && vecio_works,
         });
-        t.push(Target {
+        t.push(Goal {
             what: format!("{} vs native", op.name()),
             want: 0.6,
             got: ratio(v, cell(cells, NATIVE, op, true)),
@@ -392,7 +408,7 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
     // The kernel serving O_DIRECT opens on the backing file (FUSE_PASSTHROUGH), when measured.
     for op in [Op::Readv, Op::Writev] {
         if let Some(pt) = cell(cells, VECIO_PASSTHROUGH_DIRECT, op, true) {
-            t.push(Target {
+            t.push(Goal {
                 what: format!("{} --passthrough-direct vs native", op.name()),
                 want: 0.95,
                 got: ratio(Some(pt), cell(cells, NATIVE, op, true)),
@@ -400,7 +416,7 @@ fn targets(cells: &[Cell]) -> Vec<Target> {
             });
             let hp = format!("libfuse {}", subjects::HP_PASSTHROUGH);
             if let Some(hp) = cell(cells, &hp, op, true) {
-                t.push(Target {
+                t.push(Goal {
                     what: format!("{} --passthrough-direct vs {}", op.name(), hp.subject),
                     want: 1.0,
                     got: ratio(Some(pt), Some(hp)),
@@ -447,6 +463,16 @@ pub fn cannot_run() -> Option<String> {
         return Some("/dev/fuse is missing".into());
     }
     None
+}
+
+/// The kernel's limit on pages per FUSE request (`/proc/sys/fs/fuse/max_pages_limit`, since
+/// Linux 6.13); 256, the limit compiled into older kernels, when the file is missing.
+fn max_pages_limit() -> u16 {
+    std::fs::read_to_string("/proc/sys/fs/fuse/max_pages_limit")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .map(|n| n.min(u32::from(u16::MAX)) as u16)
+        .unwrap_or(256)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The FUSE experiment's tables.
 
 use super::{cell, ratio, Cell, FuseReport, SEED_READV, SEED_WRITEV, VECIO};
-use crate::fuse::workload::Op;
-use crate::table::Table;
+use crate::experiments::fuse::workload::Op;
+use crate::harness::table::Table;
 
 fn mb(c: Option<&Cell>) -> String {
     match c {

@@ -2,14 +2,15 @@
 
 use anyhow::Result;
 
-use super::fmt::{ratio, ratio_cell, summary_cell};
-use super::plot::{self, BarGroup, BarValue, Bars};
-use super::summary::{SummaryRow, Verdict};
-use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
-use crate::fuse::workload::Op;
-use crate::fuse::{self, FuseReport, NATIVE, SEED_READV, SEED_WRITEV, VECIO, VECIO_PER_SEGMENT};
-use crate::results::AllResults;
-use crate::writev::Target;
+use crate::experiments::fuse::workload::Op;
+use crate::experiments::fuse::{
+    self, FuseReport, NATIVE, SEED_READV, SEED_WRITEV, VECIO, VECIO_PER_SEGMENT,
+};
+use crate::experiments::results::AllResults;
+use crate::report::fmt::{num, ratio_cell, summary_cell};
+use crate::report::plot::{self, BarGroup, BarValue, Bars};
+use crate::report::summary::{SummaryRow, Verdict};
+use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
 
 /// Both operations, in table order.
 const OPS: [Op; 2] = [Op::Readv, Op::Writev];
@@ -23,7 +24,7 @@ fn seed_figures(op: Op) -> (f64, f64) {
 }
 
 /// The section.
-pub(super) fn section(r: &AllResults) -> Result<Section> {
+pub(crate) fn section(r: &AllResults) -> Result<Section> {
     let seed = seeds::seed("fuse");
     let Some(f) = &r.fuse else {
         return Ok(Section::not_measured(seed, why_missing(r, "fuse")));
@@ -70,11 +71,8 @@ pub(super) fn section(r: &AllResults) -> Result<Section> {
         svg: plot::bars(&bars(f))?,
     });
     for t in &f.targets {
-        match t.met() {
-            Some(met) => s.targets.push(Target {
-                text: target_text(t),
-                met,
-            }),
+        match t.target() {
+            Some(target) => s.targets.push(target),
             None => s
                 .notes
                 .push(format!("not judged (not measured): {}", t.what)),
@@ -84,15 +82,6 @@ pub(super) fn section(r: &AllResults) -> Result<Section> {
         "Ratios are medians of per-repetition ratios (both sides measured back to back).".into(),
     );
     Ok(s)
-}
-
-fn target_text(t: &fuse::Target) -> String {
-    let got = if t.only_vecio_works {
-        "only vecio works".to_string()
-    } else {
-        ratio(t.got)
-    };
-    format!("{}: {got} (want >= {:.2}x)", t.what, t.want)
 }
 
 /// The cell of `subject`, `op`, direct or not, as a table cell: its MB/s with its JSON pointer,
@@ -248,7 +237,7 @@ fn bars(f: &FuseReport) -> Bars {
 fn vecio_mb(f: &FuseReport, op: Op) -> String {
     match fuse::cell(&f.cells, VECIO, op, true) {
         Some(fuse::Cell { error: Some(e), .. }) => format!("error: {e}"),
-        Some(fuse::Cell { mb_s: Some(s), .. }) => format!("{:.0} MB/s", s.median),
+        Some(fuse::Cell { mb_s: Some(s), .. }) => format!("{:.0}", s.median),
         _ => "-".into(),
     }
 }
@@ -293,12 +282,12 @@ fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>)
 }
 
 /// The seed's results beside vecio's.
-pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let seed = "004";
     let Some(f) = &r.fuse else {
         return vec![
-            SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT writev MB/s", "107->480"),
-            SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT readv MB/s", "114->569"),
+            SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT writev", "MB/s", "107 -> 480"),
+            SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT readv", "MB/s", "114 -> 569"),
         ];
     };
     let mut out = Vec::new();
@@ -308,9 +297,10 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         let (peer_ratio, peer_target) = verdict(f, op, "libfuse");
         out.push(SummaryRow {
             seed,
-            result: format!("32 x 4 KiB O_DIRECT {} MB/s", op.name()),
-            seed_figure: format!("{before:.0}->{after:.0}"),
-            vecio: format!("{} ({} packed/per-seg)", vecio_mb(f, op), ratio(gain)),
+            result: format!("32 x 4 KiB O_DIRECT {}", op.name()),
+            unit: "MB/s",
+            seed_figure: format!("{before:.0} -> {after:.0}"),
+            vecio: vecio_mb(f, op),
             peer: best_peer(f, op),
             ratio: peer_ratio,
             target: peer_target,
@@ -319,8 +309,9 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         out.push(SummaryRow {
             seed,
             result: format!("{}: packed/per-segment", op.name()),
-            seed_figure: format!("{:.1}x", after / before),
-            vecio: ratio(gain),
+            unit: "x",
+            seed_figure: format!("{:.1}", after / before),
+            vecio: num(gain, 2),
             peer: "-".into(),
             ratio: None,
             target: gain_target,
@@ -330,6 +321,7 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         out.push(SummaryRow {
             seed,
             result: format!("{}: vecio fuse vs native", op.name()),
+            unit: "MB/s",
             seed_figure: "-".into(),
             vecio: vecio_mb(f, op),
             peer: native.map_or("-".into(), |s| format!("{:.0} native", s.median)),

@@ -51,7 +51,7 @@ pub struct Mounted {
     mountpoint: Option<PathBuf>,
     child: Option<Child>,
     /// The server, registered to be stopped if the run is stopped.
-    _tracked: Option<crate::cleanup::Tracked>,
+    _tracked: Option<crate::harness::cleanup::Tracked>,
 }
 
 impl Mounted {
@@ -180,7 +180,7 @@ pub fn mount(
         Kind::Vecio { args } => {
             std::fs::create_dir_all(mountpoint)?;
             let mut cmd = Command::new(exe);
-            crate::cleanup::die_with_parent(&mut cmd);
+            crate::harness::cleanup::die_with_parent(&mut cmd);
             let mut child = cmd
                 .arg("fuse")
                 .arg(src)
@@ -190,7 +190,7 @@ pub fn mount(
                 .stderr(Stdio::inherit())
                 .spawn()
                 .context("starting vecio fuse")?;
-            let tracked = crate::cleanup::track_child(child.id());
+            let tracked = crate::harness::cleanup::track_child(child.id());
             let stdout = child.stdout.take().context("vecio fuse stdout")?;
             let mut line = String::new();
             BufReader::new(stdout).read_line(&mut line)?;
@@ -214,7 +214,7 @@ pub fn mount(
                 .with_context(|| format!("{example} was not built"))?;
             std::fs::create_dir_all(mountpoint)?;
             let mut cmd = Command::new(bin);
-            crate::cleanup::die_with_parent(&mut cmd);
+            crate::harness::cleanup::die_with_parent(&mut cmd);
             // passthrough_hp takes SOURCE MOUNTPOINT; the high-level examples mirror "/", the
             // low-level one a source directory.
             let file = if example.starts_with(HP_PASSTHROUGH) {
@@ -239,7 +239,7 @@ pub fn mount(
                 .stderr(Stdio::null())
                 .spawn()
                 .with_context(|| format!("starting {example}"))?;
-            let tracked = crate::cleanup::track_child(child.id());
+            let tracked = crate::harness::cleanup::track_child(child.id());
             let mut m = Mounted {
                 file,
                 mountpoint: Some(mountpoint.to_path_buf()),

@@ -9,12 +9,14 @@
 //! runs the same jobs as the device's limit.
 //!
 //! Each measurement starts a fresh server and stops it after: `wait4(2)` then gives the
-//! context switches and CPU time of every thread the server had (see [`crate::server`]); the
+//! context switches and CPU time of every thread the server had (see [`crate::harness::server`]); the
 //! cost of starting and stopping an idle server, measured once, is subtracted. Before each
 //! measurement the image is flushed and dropped from the page cache; the growth of its
 //! resident pages and of the system's `Cached:` over the measurement is recorded.
 
+pub mod cachecurve;
 mod render;
+pub mod section;
 mod subjects;
 
 use std::path::{Path, PathBuf};
@@ -24,16 +26,16 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cachecurve::{CachePoint, CacheSampler};
-use crate::diskstat::DiskProbe;
-use crate::fio::{FioEngine, FioJob, FioResult};
-use crate::meta::RunMeta;
-use crate::pagecache::{self, CacheSnapshot};
-use crate::progress::Phase;
-use crate::rusage::Usage;
-use crate::scratch::ScratchFile;
-use crate::server::{find_program, ServerProcess};
-use crate::stats::{median, paired_median, Summary};
+use crate::experiments::loopdev::cachecurve::{CachePoint, CacheSampler};
+use crate::harness::diskstat::DiskProbe;
+use crate::harness::fio::{FioEngine, FioJob, FioResult};
+use crate::harness::meta::RunMeta;
+use crate::harness::pagecache::{self, CacheSnapshot};
+use crate::harness::progress::Phase;
+use crate::harness::rusage::Usage;
+use crate::harness::scratch::ScratchFile;
+use crate::harness::server::{find_program, ServerProcess};
+use crate::harness::stats::{median, paired_median, Summary};
 
 pub use render::{render, targets};
 pub use subjects::{Job, Subject};
@@ -215,10 +217,10 @@ impl LoopReport {
 
 /// Why the experiment cannot run here, if it cannot: fio with its `nbd` engine is the client.
 pub fn client_missing() -> Option<String> {
-    if crate::fio::fio_version().is_none() {
+    if crate::harness::fio::fio_version().is_none() {
         return Some("fio is not installed (it is the NBD client of this experiment)".into());
     }
-    if !crate::fio::has_nbd_engine() {
+    if !crate::harness::fio::has_nbd_engine() {
         return Some("the installed fio has no nbd engine (built without libnbd)".into());
     }
     None
@@ -236,7 +238,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     let image = scratch.path().to_path_buf();
     let size = opts.size.min(scratch.len()) / (1 << 20) * (1 << 20);
     // Unix socket paths are limited to 108 bytes: the sockets live in the system's temp dir.
-    let sockets = crate::cleanup::ScratchDir::new_in("loop", &std::env::temp_dir())
+    let sockets = crate::harness::cleanup::ScratchDir::new_in("loop", &std::env::temp_dir())
         .context("creating a temporary directory for the sockets")?;
     let mut lab = Lab {
         vecio,

@@ -2,8 +2,8 @@
 //! matching figures beside it, and the targets.
 
 use super::{Cell, Job, LoopReport, Sample, Subject};
-use crate::table::Table;
-use crate::writev::Target;
+use crate::harness::table::Table;
+use crate::harness::target::Target;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -280,9 +280,9 @@ pub fn targets(r: &LoopReport) -> Vec<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loopdev::{Cell, LoopReport};
-    use crate::meta::RunMeta;
-    use crate::stats::Summary;
+    use crate::experiments::loopdev::{Cell, LoopReport};
+    use crate::harness::meta::RunMeta;
+    use crate::harness::stats::Summary;
 
     fn cell(subject: Subject, job: Job, figure: f64, growth: i64) -> Cell {
         let bytes = 100.0 * MIB;

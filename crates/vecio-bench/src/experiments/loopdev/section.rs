@@ -2,17 +2,17 @@
 
 use anyhow::Result;
 
-use super::fmt::{change, ratio_cell, summary_cell};
-use super::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
-use super::summary::{at_least, at_most, SummaryRow};
-use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
-use crate::loopdev::{self, Job, LoopReport, Subject};
-use crate::results::AllResults;
+use crate::experiments::loopdev::{self, Job, LoopReport, Subject};
+use crate::experiments::results::AllResults;
+use crate::report::fmt::{change, change_num, num, ratio_cell, summary_cell};
+use crate::report::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
+use crate::report::summary::{at_least, at_most, SummaryRow};
+use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
 
 const MIB: f64 = (1u64 << 20) as f64;
 
 /// The section.
-pub(super) fn section(r: &AllResults) -> Result<Section> {
+pub(crate) fn section(r: &AllResults) -> Result<Section> {
     let seed = seeds::seed("loop");
     let Some(l) = &r.loop_dev else {
         return Ok(Section::not_measured(seed, why_missing(r, "loop")));
@@ -264,12 +264,13 @@ fn secs(x: &f64) -> String {
 }
 
 /// The seed's results beside vecio's.
-pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let seed = "001";
     let Some(l) = &r.loop_dev else {
         return vec![SummaryRow::missing(
             seed,
-            "4k randread IOPS: direct vs qemu-nbd",
+            "4k randread: direct vs qemu-nbd",
+            "IOPS",
             "-",
         )];
     };
@@ -289,7 +290,8 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         let ratio = l.ratio(job, Subject::VecioDirect, peer);
         out.push(SummaryRow {
             seed,
-            result: format!("4k randread IOPS: direct vs {who}"),
+            result: format!("4k randread: direct vs {who}"),
+            unit: "IOPS",
             seed_figure: seed_figure.into(),
             vecio: fmt_iops(iops(Subject::VecioDirect), ""),
             peer: fmt_iops(iops(peer), who),
@@ -306,10 +308,11 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let direct = worst(Subject::VecioDirect);
     out.push(SummaryRow {
         seed,
-        result: "image cached, % of moved (worst job)".into(),
-        seed_figure: "~10% vs >55%".into(),
-        vecio: direct.map_or("-".into(), |v| format!("{v:.1}%")),
-        peer: worst(Subject::QemuNbd).map_or("-".into(), |v| format!("{v:.1}% qemu-nbd")),
+        result: "image cached, % of bytes moved (worst job)".into(),
+        unit: "%",
+        seed_figure: "~10 (>55 buffered)".into(),
+        vecio: num(direct, 1),
+        peer: worst(Subject::QemuNbd).map_or("-".into(), |v| format!("{v:.1} qemu-nbd")),
         ratio: None,
         target: at_most(direct, 2.0, "%"),
     });
@@ -319,9 +322,11 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     };
     out.push(SummaryRow {
         seed,
-        result: "4k randread ctx switches: direct/buffered".into(),
-        seed_figure: "-16%".into(),
-        vecio: change_of(Subject::VecioDirect, Subject::VecioBuffered).map_or("-".into(), change),
+        result: "4k randread ctx switches: direct vs buffered".into(),
+        unit: "% change",
+        seed_figure: "-16".into(),
+        vecio: change_of(Subject::VecioDirect, Subject::VecioBuffered)
+            .map_or("-".into(), change_num),
         peer: "-".into(),
         ratio: None,
         target: None,

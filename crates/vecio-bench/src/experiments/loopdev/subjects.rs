@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fio::FioRw;
+use crate::harness::fio::FioRw;
 
 /// What serves the image: a server process, or fio on the file itself.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

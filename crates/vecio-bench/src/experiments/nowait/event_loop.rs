@@ -80,7 +80,7 @@ pub(super) fn measure(
         let (stop, path) = (stop.clone(), files.paths[1].clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                let _ = cache::evict(&path);
+                let _ = pagecache::evict(&path);
                 std::thread::sleep(Duration::from_millis(100));
             }
         })

@@ -23,12 +23,12 @@ use vecio::{
     RwFlags,
 };
 
-use crate::meta::RunMeta;
-use crate::progress::Phase;
-use crate::scratch::ScratchFile;
-use crate::stats::Summary;
-use crate::zipf::Zipf;
-use crate::{cache, table::Table};
+use crate::experiments::nowait::zipf::Zipf;
+use crate::harness::meta::RunMeta;
+use crate::harness::progress::Phase;
+use crate::harness::scratch::ScratchFile;
+use crate::harness::stats::Summary;
+use crate::harness::{pagecache, table::Table};
 
 /// Bytes per read.
 pub const READ: usize = 16 * 1024;
@@ -320,7 +320,7 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    crate::scratch::ensure_free(&parent, total)?;
+    crate::harness::scratch::ensure_free(&parent, total)?;
     let phase = Phase::bytes("preparing nowait files", total);
     let mut scratch = Vec::new();
     let mut base = 0;
@@ -345,15 +345,15 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
 
 /// Warms f1 and leaves one MiB in eight of it out ("mostly cached"); evicts f2 and f3.
 fn set_cache(files: &Files) -> Result<()> {
-    cache::warm(&files.paths[0])?;
+    pagecache::warm(&files.paths[0])?;
     let len = std::fs::metadata(&files.paths[0])?.len();
     let mut off = 0;
     while off < len {
-        cache::evict_range(&files.paths[0], off, 1 << 20)?;
+        pagecache::evict_range(&files.paths[0], off, 1 << 20)?;
         off += 8 << 20;
     }
-    cache::evict(&files.paths[1])?;
-    cache::evict(&files.paths[2])
+    pagecache::evict(&files.paths[1])?;
+    pagecache::evict(&files.paths[2])
 }
 
 /// Runs the experiment.
@@ -452,4 +452,6 @@ mod event_loop;
 use event_loop::{measure, raw_baseline};
 
 mod report;
+pub mod section;
+pub mod zipf;
 pub use report::{render, targets};

@@ -76,7 +76,7 @@ pub fn render(r: &NowaitReport) -> String {
     out
 }
 
-use crate::writev::Target;
+use crate::harness::target::Target;
 
 fn cell(r: &NowaitReport, w: Workload, c: Config) -> Option<&Cell> {
     r.workloads

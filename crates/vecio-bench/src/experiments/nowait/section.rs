@@ -2,18 +2,20 @@
 
 use anyhow::Result;
 
-use super::fmt::{change, ratio, share_cell, summary_cell};
-use super::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
-use super::summary::{at_least, at_most, div, SummaryRow, Verdict};
-use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
-use crate::nowait::{self, Cell as NowaitCell, Config, Latency, NowaitReport, Workload};
-use crate::results::AllResults;
+use crate::experiments::nowait::{
+    self, Cell as NowaitCell, Config, Latency, NowaitReport, Workload,
+};
+use crate::experiments::results::AllResults;
+use crate::report::fmt::{change_num, num, share_cell, summary_cell};
+use crate::report::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
+use crate::report::summary::{at_least, at_most, div, SummaryRow, Verdict};
+use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
 
 /// The seed's total bandwidth after / before fast reads (177339 / 174669 KB/s).
 const SEED_BANDWIDTH: f64 = 177_339.0 / 174_669.0;
 
 /// The section.
-pub(super) fn section(r: &AllResults) -> Result<Section> {
+pub(crate) fn section(r: &AllResults) -> Result<Section> {
     let seed = seeds::seed("nowait");
     let Some(n) = &r.nowait else {
         return Ok(Section::not_measured(seed, why_missing(r, "nowait")));
@@ -209,38 +211,36 @@ fn lat(n: &NowaitReport, w: Workload, c: Config) -> Option<&Latency> {
 }
 
 /// The seed's results beside vecio's (the peer: io_uring, the kernel's own async reads).
-pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let seed = "002";
     let Some(n) = &r.nowait else {
         return vec![SummaryRow::missing(
             seed,
             "f1 reads under 2 µs: fast read",
-            "70.6%",
+            "%",
+            "70.6",
         )];
     };
-    let (fast, uring, pool) = (Config::FastTracked, Config::Uring, Config::PoolOnly);
-    let pct = |v: Option<f64>, who: &str| {
-        v.map_or("-".into(), |v| {
-            format!("{:.1}% {who}", v * 100.0).trim().to_string()
-        })
-    };
+    let (fast, pool) = (Config::FastTracked, Config::PoolOnly);
+    let pct = |v: Option<f64>| num(v.map(|v| v * 100.0), 1);
     let mut out = Vec::new();
     for (w, figure) in [
-        (Workload::F1Cached, "70.6%"),
-        (Workload::F3Sequential, "64.0%"),
+        (Workload::F1Cached, "70.6"),
+        (Workload::F3Sequential, "64.0"),
     ] {
         let v = lat(n, w, fast).map(|l| l.under_2us);
-        let p = lat(n, w, uring).map(|l| l.under_2us);
+        // vecio's own io_uring engine is no peer; no other program runs this workload.
         out.push(SummaryRow {
             seed,
             result: format!(
                 "{} reads under 2 µs: fast read",
                 w.name().split(':').next().unwrap_or("")
             ),
+            unit: "%",
             seed_figure: figure.into(),
-            vecio: pct(v, ""),
-            peer: pct(p, "io_uring"),
-            ratio: div(v, p),
+            vecio: pct(v),
+            peer: "-".into(),
+            ratio: None,
             target: None,
         });
     }
@@ -249,11 +249,15 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let vs_raw = div(p50(fast), Some(raw));
     out.push(SummaryRow {
         seed,
-        result: "f1 p50: fast read vs raw preadv2".into(),
-        seed_figure: "~2 µs".into(),
-        vecio: format!("{} ({:.1} µs)", ratio(vs_raw), p50(fast).unwrap_or(0.0)),
-        peer: p50(uring).map_or("-".into(), |v| format!("{v:.1} µs io_uring")),
-        ratio: div(p50(fast), p50(uring)),
+        result: format!(
+            "f1 p50: fast read {:.1} µs/raw preadv2 {raw:.1} µs (seed: ~2 µs)",
+            p50(fast).unwrap_or(0.0)
+        ),
+        unit: "x",
+        seed_figure: "-".into(),
+        vecio: num(vs_raw, 2),
+        peer: "-".into(),
+        ratio: None,
         target: at_most(vs_raw, 1.3, "x raw"),
     });
     let mean = |c| lat(n, Workload::Mix, c).map(|l| l.mean_us);
@@ -261,9 +265,10 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     out.push(SummaryRow {
         seed,
         result: "mix mean latency: fast read vs pool".into(),
-        seed_figure: "-20..-30%".into(),
-        vecio: drop(fast).map_or("-".into(), |d| change(-d)),
-        peer: drop(uring).map_or("-".into(), |d| format!("{} io_uring", change(-d))),
+        unit: "% change",
+        seed_figure: "-20..-30".into(),
+        vecio: drop(fast).map_or("-".into(), |d| change_num(-d)),
+        peer: "-".into(),
         ratio: None,
         target: drop(fast).map(|d| Verdict {
             want: ">= 20% lower".into(),
@@ -274,10 +279,11 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let v = div(mb(fast), mb(pool));
     out.push(SummaryRow {
         seed,
-        result: "f2 uncached MB/s: fast read vs pool".into(),
-        seed_figure: format!("{SEED_BANDWIDTH:.2}x (total)"),
-        vecio: ratio(v),
-        peer: div(mb(uring), mb(pool)).map_or("-".into(), |x| format!("{x:.2}x io_uring")),
+        result: "f2 uncached MB/s: fast read/pool (seed: total)".into(),
+        unit: "x",
+        seed_figure: format!("{SEED_BANDWIDTH:.2}"),
+        vecio: num(v, 2),
+        peer: "-".into(),
         ratio: None,
         target: at_least(v, 0.97, "x"),
     });

@@ -17,13 +17,13 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use vecio::{Batch, Direct, Engine, EngineKind, File, IoIter, PagePool, RwFlags};
 
-use crate::fio::{FioEngine, FioJob, FioRw};
-use crate::meta::RunMeta;
-use crate::progress::Phase;
-use crate::rusage::Usage;
-use crate::scratch::ScratchFile;
-use crate::stats::{median, paired_median, Summary};
-use crate::table::Table;
+use crate::harness::fio::{FioEngine, FioJob, FioRw};
+use crate::harness::meta::RunMeta;
+use crate::harness::progress::Phase;
+use crate::harness::rusage::Usage;
+use crate::harness::scratch::ScratchFile;
+use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::table::Table;
 
 /// Segments per request.
 pub const SEGMENTS: usize = 8;
@@ -284,13 +284,13 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
             .with_context(|| format!("registering buffers with {}", k.name()))?;
         engines.push(e);
     }
-    let fio_on = opts.fio && crate::fio::fio_version().is_some();
+    let fio_on = opts.fio && crate::harness::fio::fio_version().is_some();
     let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.repeat as usize;
     let phase = Phase::timed("bench writev", opts.runtime * steps as u32);
 
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
-    let mut fio4: Vec<Vec<crate::fio::FioResult>> = vec![Vec::new(); rows.len()];
-    let mut fio32: Vec<Vec<crate::fio::FioResult>> = vec![Vec::new(); rows.len()];
+    let mut fio4: Vec<Vec<crate::harness::fio::FioResult>> = vec![Vec::new(); rows.len()];
+    let mut fio32: Vec<Vec<crate::harness::fio::FioResult>> = vec![Vec::new(); rows.len()];
     let mut rng = SmallRng::seed_from_u64(0x0005_eed0);
     for _rep in 0..opts.repeat {
         for (ri, &row) in rows.iter().enumerate() {
@@ -452,7 +452,7 @@ fn fio_job(
     bs: u64,
     size: u64,
     runtime: Duration,
-) -> Result<crate::fio::FioResult> {
+) -> Result<crate::harness::fio::FioResult> {
     let mut job = FioJob::new(path, row.fio_rw(), bs, size);
     job.runtime_s = runtime.as_secs_f64();
     job.ioengine = FioEngine::Psync;
@@ -468,12 +468,12 @@ fn fio_job(
         .with_context(|| format!("fio {} bs={bs}", row.name()))
 }
 
-fn fio_figures(job: &str, results: &[crate::fio::FioResult]) -> Option<FioFigures> {
+fn fio_figures(job: &str, results: &[crate::harness::fio::FioResult]) -> Option<FioFigures> {
     if results.is_empty() {
         return None;
     }
     let mb: Vec<f64> = results.iter().map(|r| r.total_mb_s).collect();
-    let per_req = |r: &crate::fio::FioResult, x: f64| {
+    let per_req = |r: &crate::harness::fio::FioResult, x: f64| {
         let reqs = (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0;
         if reqs > 0.0 {
             x / reqs
@@ -501,4 +501,5 @@ fn fio_figures(job: &str, results: &[crate::fio::FioResult]) -> Option<FioFigure
 }
 
 mod report;
+pub mod section;
 pub use report::{render, targets, Target};

@@ -1,6 +1,7 @@
 //! The writev experiment's report: its tables as text and its targets checked.
 
 use super::*;
+pub use crate::harness::target::Target;
 
 fn fmt_mb(s: &Summary) -> String {
     if s.n > 1 {
@@ -103,15 +104,6 @@ pub fn render(report: &WritevReport) -> String {
         out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
     }
     out
-}
-
-/// One target of the experiment and whether this run met it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Target {
-    /// What the target asks and what was measured.
-    pub text: String,
-    /// Whether it was met.
-    pub met: bool,
 }
 
 /// The targets, checked against a report. Targets needing fio are left out without it.

@@ -3,19 +3,19 @@
 use anyhow::Result;
 use vecio::EngineKind;
 
-use super::fmt::{ratio, ratio_cell, summary_cell};
-use super::plot::{self, BarGroup, BarValue, Bars};
-use super::summary::{at_least, div, SummaryRow};
-use super::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
-use crate::results::AllResults;
-use crate::stats::{median, paired_median};
-use crate::writev::{self, FioFigures, Row, RowFigures, WritevReport};
+use crate::experiments::results::AllResults;
+use crate::experiments::writev::{self, FioFigures, Row, RowFigures, WritevReport};
+use crate::harness::stats::median;
+use crate::report::fmt::{num, ratio_cell, summary_cell};
+use crate::report::plot::{self, BarGroup, BarValue, Bars};
+use crate::report::summary::{at_least, div, SummaryRow};
+use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
 
 /// The engines in table order.
 const ENGINES: [EngineKind; 3] = [EngineKind::Serial, EngineKind::Sync, EngineKind::Uring];
 
 /// The section.
-pub(super) fn section(r: &AllResults) -> Result<Section> {
+pub(crate) fn section(r: &AllResults) -> Result<Section> {
     let seed = seeds::seed("writev");
     let Some(w) = &r.writev else {
         return Ok(Section::not_measured(seed, why_missing(r, "writev")));
@@ -201,18 +201,17 @@ fn bars(w: &WritevReport) -> Bars {
 }
 
 /// The seed's results beside vecio's.
-pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     let seed = "000";
     let Some(w) = &r.writev else {
         return vec![SummaryRow::missing(
             seed,
             "random writev: uring/serial",
-            "8.8x",
+            "x",
+            "8.8",
         )];
     };
     let row = |x: Row| w.rows.iter().find(|f| f.row == x);
-    let fio_ratio =
-        |f: &RowFigures| paired_median(&f.fio_32k.as_ref()?.samples, &f.fio_4k.as_ref()?.samples);
     let mut out = Vec::new();
     for x in [
         Row::RandomWritev,
@@ -222,14 +221,16 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     ] {
         let Some(f) = row(x) else { continue };
         let v = f.ratio(EngineKind::Uring, EngineKind::Serial);
-        let peer = fio_ratio(f);
+        // fio's 32k/4k ratio is fio's own ratio, not a program measured beside vecio: it
+        // stays in the section's table, not in the summary's peer column.
         out.push(SummaryRow {
             seed,
             result: format!("{}: uring/serial", x.name()),
-            seed_figure: format!("{:.1}x", x.seed_speedup()),
-            vecio: ratio(v),
-            peer: format!("{} fio 32k/4k", ratio(peer)),
-            ratio: div(v, peer),
+            unit: "x",
+            seed_figure: format!("{:.1}", x.seed_speedup()),
+            vecio: num(v, 2),
+            peer: "-".into(),
+            ratio: None,
             target: if x == Row::RandomWritev {
                 at_least(v, 4.0, "x")
             } else {
@@ -239,19 +240,14 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     }
     if let Some(f) = row(Row::RandomReadv) {
         let v = div(sys_us(f, EngineKind::Serial), sys_us(f, EngineKind::Uring));
-        let peer = match (&f.fio_4k, &f.fio_32k) {
-            (Some(a), Some(b)) if b.sys_us_per_req > 0.0 => {
-                Some(a.sys_us_per_req / b.sys_us_per_req)
-            }
-            _ => None,
-        };
         out.push(SummaryRow {
             seed,
             result: "random readv sys time: serial/uring".into(),
-            seed_figure: format!("{:.1}x", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0)),
-            vecio: ratio(v),
-            peer: format!("{} fio 4k/32k", ratio(peer)),
-            ratio: div(v, peer),
+            unit: "x",
+            seed_figure: format!("{:.1}", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0)),
+            vecio: num(v, 2),
+            peer: "-".into(),
+            ratio: None,
             target: None,
         });
     }
@@ -261,7 +257,8 @@ pub(super) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         let r = div(v, peer);
         out.push(SummaryRow {
             seed,
-            result: "random writev MB/s: uring vs fio 32k".into(),
+            result: "random writev: uring vs fio 32k".into(),
+            unit: "MB/s",
             seed_figure: "-".into(),
             vecio: v.map_or("-".into(), |v| format!("{v:.1}")),
             peer: peer.map_or("-".into(), |p| format!("{p:.1} fio 32k")),
