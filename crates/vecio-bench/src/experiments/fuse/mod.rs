@@ -5,6 +5,7 @@
 //! the seed's "before"), and through the libfuse passthrough examples. A second table measures
 //! buffered (not `O_DIRECT`) calls through `vecio fuse` with and without `FUSE_PASSTHROUGH`.
 
+mod goals;
 mod render;
 pub mod section;
 pub mod subjects;
@@ -16,11 +17,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::target::Target;
-
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::stats::{paired_median, Summary};
+use goals::targets;
+pub use goals::Goal;
 pub use render::render;
 use subjects::{Kind, Subject};
 use workload::Op;
@@ -75,42 +76,6 @@ pub struct Cell {
     /// The error that stopped the cell (for example EINVAL from a server that cannot do
     /// O_DIRECT writes).
     pub error: Option<String>,
-}
-
-/// A ratio the issue asks of vecio fuse against a peer, as measured; [`Goal::target`] judges it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Goal {
-    /// What is compared.
-    pub what: String,
-    /// The ratio wanted (at least).
-    pub want: f64,
-    /// The ratio measured (median of per-repetition ratios).
-    pub got: Option<f64>,
-    /// Every peer failed where vecio served (no ratio exists; vecio meets the target).
-    pub only_vecio_works: bool,
-}
-
-impl Goal {
-    /// True when measured and at least the wanted ratio.
-    pub fn met(&self) -> Option<bool> {
-        if self.only_vecio_works {
-            return Some(true);
-        }
-        self.got.map(|g| g >= self.want)
-    }
-
-    /// The goal as a judged target, or `None` when it was not measured.
-    pub fn target(&self) -> Option<Target> {
-        let got = if self.only_vecio_works {
-            "only vecio works".to_string()
-        } else {
-            crate::report::fmt::ratio(self.got)
-        };
-        Some(Target {
-            text: format!("{}: {got} (want >= {:.2}x)", self.what, self.want),
-            met: self.met()?,
-        })
-    }
 }
 
 /// Everything `vecio bench fuse` measured.
@@ -344,88 +309,6 @@ pub fn ratio(a: Option<&Cell>, b: Option<&Cell>) -> Option<f64> {
         return None;
     }
     paired_median(&a.samples, &b.samples)
-}
-
-fn targets(cells: &[Cell]) -> Vec<Goal> {
-    let mut t = Vec::new();
-    for op in [Op::Readv, Op::Writev] {
-        let v = cell(cells, VECIO, op, true);
-        t.push(Goal {
-            what: format!("{} packed / per-segment", op.name()),
-            want: 4.5,
-            got: ratio(v, cell(cells, VECIO_PER_SEGMENT, op, true)),
-            only_vecio_works: false,
-        });
-        // Peers of the packed path: libfuse servers whose requests reach them (not the kernel
-        // passthrough of passthrough_hp, which is --passthrough-direct's peer below).
-        let hp_pt = format!("libfuse {}", subjects::HP_PASSTHROUGH);
-        let best = cells
-            .iter()
-            .filter(|c| {
-                c.subject.starts_with("libfuse")
-                    && c.subject != hp_pt
-                    && c.op == op
-                    && c.direct
-                    && c.error.is_none()
-            })
-            .max_by(|a, b| {
-                let m = |c: &Cell| c.mb_s.map_or(0.0, |s| s.median);
-                m(a).total_cmp(&m(b))
-            });
-        let failed: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| {
-                c.subject.starts_with("libfuse") && c.op == op && c.direct && c.error.is_some()
-            })
-            .collect();
-        let vecio_works = v.is_some_and(|c| c.error.is_none() && !c.samples.is_empty());
-        t.push(Goal {
-            what: match best {
-                Some(b) => format!(
-                    "{} vs best working libfuse example ({})",
-                    op.name(),
-                    b.subject
-                ),
-                None if !failed.is_empty() => format!(
-                    "{} vs libfuse examples: none works ({})",
-                    op.name(),
-                    failed[0].error.as_deref().unwrap_or("error")
-                ),
-                None => format!("{} vs best working libfuse example", op.name()),
-            },
-            want: 1.0,
-            got: ratio(v, best),
-            // Every example fails where vecio serves: vecio meets the target, said as such.
-            only_vecio_works: best.is_none() && !failed.is_empty() && vecio_works,
-        });
-        t.push(Goal {
-            what: format!("{} vs native", op.name()),
-            want: 0.6,
-            got: ratio(v, cell(cells, NATIVE, op, true)),
-            only_vecio_works: false,
-        });
-    }
-    // The kernel serving O_DIRECT opens on the backing file (FUSE_PASSTHROUGH), when measured.
-    for op in [Op::Readv, Op::Writev] {
-        if let Some(pt) = cell(cells, VECIO_PASSTHROUGH_DIRECT, op, true) {
-            t.push(Goal {
-                what: format!("{} --passthrough-direct vs native", op.name()),
-                want: 0.95,
-                got: ratio(Some(pt), cell(cells, NATIVE, op, true)),
-                only_vecio_works: false,
-            });
-            let hp = format!("libfuse {}", subjects::HP_PASSTHROUGH);
-            if let Some(hp) = cell(cells, &hp, op, true) {
-                t.push(Goal {
-                    what: format!("{} --passthrough-direct vs {}", op.name(), hp.subject),
-                    want: 1.0,
-                    got: ratio(Some(pt), Some(hp)),
-                    only_vecio_works: false,
-                });
-            }
-        }
-    }
-    t
 }
 
 /// A short name for an I/O error: `EINVAL` rather than "Invalid argument (os error 22)".
