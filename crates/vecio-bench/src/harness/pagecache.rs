@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -29,23 +28,13 @@ pub fn warm(path: &Path) -> Result<()> {
 /// `len` 0 means to the end.
 pub fn evict_range(path: &Path, offset: u64, len: u64) -> Result<()> {
     let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    // SAFETY: posix_fadvise only reads its integer arguments; the fd is valid for the call.
-    let r = unsafe {
-        libc::posix_fadvise(
-            f.as_raw_fd(),
-            offset as i64,
-            len as i64,
-            libc::POSIX_FADV_DONTNEED,
-        )
-    };
-    if r != 0 {
-        anyhow::bail!(
-            "posix_fadvise(DONTNEED) on {}: {}",
-            path.display(),
-            std::io::Error::from_raw_os_error(r)
-        );
-    }
-    Ok(())
+    rustix::fs::fadvise(
+        &f,
+        offset,
+        std::num::NonZeroU64::new(len),
+        rustix::fs::Advice::DontNeed,
+    )
+    .with_context(|| format!("posix_fadvise(DONTNEED) on {}", path.display()))
 }
 
 /// Drops the whole file from the page cache.
@@ -65,25 +54,26 @@ pub fn resident_bytes(path: &Path) -> Result<u64> {
         return Ok(0);
     }
     let page = 4096usize;
-    // SAFETY: a fresh read-only shared mapping of the file; unmapped below; never dereferenced.
+    use rustix::mm::{MapFlags, ProtFlags};
+    // SAFETY: a fresh read-only shared mapping of the file at an address the kernel picks;
+    // unmapped below; never dereferenced.
     let addr = unsafe {
-        libc::mmap(
+        rustix::mm::mmap(
             std::ptr::null_mut(),
             len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
+            ProtFlags::READ,
+            MapFlags::SHARED,
+            &f,
             0,
         )
-    };
-    if addr == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error()).context("mmap for mincore");
     }
+    .context("mmap for mincore")?;
     let mut vec = vec![0u8; len.div_ceil(page)];
-    // SAFETY: addr..addr+len is the mapping made above; vec has one byte per page.
+    // SAFETY: addr..addr+len is the mapping made above; vec has one byte per page. (rustix
+    // has no mincore.)
     let r = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
-    // SAFETY: unmapping exactly the mapping made above.
-    unsafe { libc::munmap(addr, len) };
+    // SAFETY: unmapping exactly the mapping made above, which nothing refers to.
+    let _ = unsafe { rustix::mm::munmap(addr, len) };
     if r != 0 {
         return Err(std::io::Error::last_os_error()).context("mincore");
     }

@@ -139,9 +139,11 @@ impl ServerProcess {
             return Ok(None);
         };
         let pid = child.id() as libc::pid_t;
-        // SAFETY: kill(2) only reads its integer arguments; `pid` is our unreaped child, so
-        // the id cannot have been reused by another process.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        // `child` is our unreaped child, so its id cannot have been reused by another process.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::TERM,
+        );
         let deadline = Instant::now() + STOP_TIMEOUT;
         loop {
             if let Some(usage) = wait4(pid, true)? {

@@ -11,19 +11,8 @@ use serde::Serialize;
 
 /// The running kernel's release, e.g. `6.1.0-18-amd64` (uname(2) `release`).
 pub fn kernel_release() -> io::Result<String> {
-    // SAFETY: `utsname` is plain old data (arrays of c_char); all zeros is a valid value.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `uts` is a valid, writable `utsname` that outlives the call.
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let bytes: Vec<u8> = uts
-        .release
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    let uts = rustix::system::uname();
+    Ok(uts.release().to_string_lossy().into_owned())
 }
 
 /// CPUs this process may run on (sched_getaffinity(2), via
