@@ -10,5 +10,4 @@
 
 pub mod experiments;
 pub mod harness;
-pub mod info;
 pub mod report;

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::probe::{self as info, InfoOptions};
 use anyhow::Result;
 use clap::Args;
-use vecio_bench::info::{self, InfoOptions};
 
 /// Options of `vecio info`.
 #[derive(Args, Debug, Clone)]

@@ -7,6 +7,7 @@ mod docs;
 mod fuse;
 mod info;
 mod nbd;
+mod probe;
 mod report;
 mod signals;
 mod size;

@@ -90,6 +90,8 @@ fn bench_all_quick_measures_everything_and_writes_the_report() {
     );
     assert_eq!(j["elapsed"].as_array().map(Vec::len), Some(5));
     assert!(j["setup"]["scratch"]["capabilities"]["o_direct"].is_object());
+    // Recorded from `vecio info --json`, run by the bench as a process.
+    assert_eq!(j["setup"]["scratch"]["kind"], "directory");
     let mb = j["writev"]["rows"][0]["engines"][0]["mb_s"]["median"].as_f64();
     assert!(mb.is_some_and(|v| v > 0.0), "a real figure: {mb:?}");
     for f in ["index.html", "report.md", "results.json"] {

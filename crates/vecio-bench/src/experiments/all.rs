@@ -177,7 +177,7 @@ pub fn run(opts: &AllOptions, exe: &Path) -> AllResults {
     let mut results = AllResults {
         format: FORMAT,
         quick: opts.quick,
-        setup: Some(Setup::collect(&dir)),
+        setup: Some(Setup::collect(&dir, exe)),
         ..AllResults::default()
     };
     let steps = EXPERIMENTS

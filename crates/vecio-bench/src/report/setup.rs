@@ -3,7 +3,7 @@
 
 use crate::experiments::results::AllResults;
 use crate::harness::meta::RunMeta;
-use crate::info::{self, Outcome};
+use crate::harness::table::fmt_bytes;
 
 /// Queue settings worth a line in a report.
 const QUEUE_SHOWN: [&str; 8] = [
@@ -16,6 +16,58 @@ const QUEUE_SHOWN: [&str; 8] = [
     "rotational",
     "write_cache",
 ];
+
+/// The probes of `vecio info --json`, in the order it prints them, with their names.
+const PROBES: [(&str, &str); 7] = [
+    ("o_direct", "O_DIRECT"),
+    ("nowait_read", "RWF_NOWAIT read"),
+    ("nowait_write", "RWF_NOWAIT write"),
+    ("dsync_write", "RWF_DSYNC write"),
+    ("dontcache_read", "RWF_DONTCACHE read"),
+    ("dontcache_write", "RWF_DONTCACHE write"),
+    ("io_uring", "io_uring"),
+];
+
+/// The lines `vecio info --json` of the scratch directory gives (`info`): its device's queue
+/// settings, its direct-I/O alignment and which flags the kernel allowed.
+fn scratch_lines(info: &serde_json::Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(q) = info.pointer("/device/queue").and_then(|q| q.as_object()) {
+        let shown: Vec<String> = QUEUE_SHOWN
+            .iter()
+            .filter_map(|k| Some(format!("{k} {}", q.get(*k)?.as_str()?)))
+            .collect();
+        out.push(("queue".to_string(), shown.join(", ")));
+    }
+    if let Some(a) = info.get("dio_align").filter(|a| !a.is_null()) {
+        out.push((
+            "direct I/O".to_string(),
+            format!(
+                "alignment {} B in memory, {} B on disk (from {})",
+                a["mem"],
+                a["offset"],
+                a["source"].as_str().unwrap_or("?")
+            ),
+        ));
+    }
+    let flags: Vec<String> = PROBES
+        .iter()
+        .map(|(key, name)| {
+            let outcome = info
+                .pointer(&format!("/capabilities/{key}/outcome"))
+                .and_then(|o| o.as_str());
+            let verdict = match outcome {
+                Some("works" | "would_block") => "yes",
+                Some("refused") => "no",
+                Some("failed") => "failed",
+                _ => "not probed",
+            };
+            format!("{name} {verdict}")
+        })
+        .collect();
+    out.push(("kernel allows".to_string(), flags.join(", ")));
+    out
+}
 
 /// The set-up lines for a section whose experiment recorded `meta`, with `extra` lines about
 /// its own settings and the versions of `tools`.
@@ -35,48 +87,15 @@ pub(crate) fn lines(
         .setup
         .as_ref()
         .and_then(|s| s.mem_total)
-        .map_or(String::new(), |m| {
-            format!(", {} of memory", info::fmt_bytes(m))
-        });
+        .map_or(String::new(), |m| format!(", {} of memory", fmt_bytes(m)));
     push(
         "machine",
         format!("kernel {}, {} CPUs{mem}", meta.kernel, meta.cpus),
     );
     push("file", format!("{} on {}", meta.file, meta.fs));
     push("device", meta.device.clone());
-    let scratch = r.setup.as_ref().and_then(|s| s.scratch.as_ref());
-    if let Some(q) = scratch.and_then(|i| i.device.as_ref()).map(|d| &d.queue) {
-        let shown: Vec<String> = QUEUE_SHOWN
-            .iter()
-            .filter_map(|k| q.get(*k).map(|v| format!("{k} {v}")))
-            .collect();
-        push("queue", shown.join(", "));
-    }
-    if let Some(i) = scratch {
-        if let Some(a) = &i.dio_align {
-            push(
-                "direct I/O",
-                format!(
-                    "alignment {} B in memory, {} B on disk (from {})",
-                    a.mem, a.offset, a.source
-                ),
-            );
-        }
-        let flags: Vec<String> = i
-            .capabilities
-            .named()
-            .iter()
-            .map(|(name, p)| {
-                let verdict = match p.outcome {
-                    Outcome::Works | Outcome::WouldBlock => "yes",
-                    Outcome::Refused => "no",
-                    Outcome::Failed => "failed",
-                    Outcome::NotProbed => "not probed",
-                };
-                format!("{name} {verdict}")
-            })
-            .collect();
-        push("kernel allows", flags.join(", "));
+    if let Some(i) = r.setup.as_ref().and_then(|s| s.scratch.as_ref()) {
+        out.extend(scratch_lines(i));
     }
     for (k, v) in extra {
         out.push((k, v));

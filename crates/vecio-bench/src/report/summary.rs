@@ -248,7 +248,11 @@ fn unit_table(unit: &str, rows: &[&SummaryRow]) -> Table {
 pub fn render(r: &AllResults, rows: &[SummaryRow]) -> String {
     let mut out = String::from("\nSummary: each seed's result beside vecio's and the best other program's, one table per unit");
     if let Some(s) = &r.setup {
-        let fs = s.scratch.as_ref().and_then(|i| i.fs.clone());
+        let fs = s
+            .scratch
+            .as_ref()
+            .and_then(|i| i["fs"].as_str())
+            .map(str::to_string);
         out += &format!(
             " ({} UTC, kernel {}, {} CPUs, {})",
             s.date_utc,

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-pub use device::{DeviceInfo, LoopBacking};
-pub use probes::{Capabilities, Outcome, Probe};
+pub use device::DeviceInfo;
+pub use probes::Capabilities;
 pub use residency::resident_bytes;
-pub use text::{fmt_bytes, render};
+pub use text::render;
 
 /// What `vecio info` may do.
 #[derive(Debug, Clone, Copy, Default)]
@@ -135,10 +135,10 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
     };
     let on_fs = kind != Kind::Block;
     let fs = on_fs
-        .then(|| crate::harness::scratch::fs_name(path).ok())
+        .then(|| vecio_bench::harness::scratch::fs_name(path).ok())
         .flatten();
     let mount = if on_fs {
-        crate::harness::system::mount_of(path)
+        vecio_bench::harness::system::mount_of(path)
             .ok()
             .flatten()
             .map(|m| MountPoint {

@@ -1,22 +1,8 @@
 //! `vecio info`'s human output.
 
 use super::{FileInfo, Kind};
-use crate::harness::table::Table;
-
-/// Bytes as `1.5 GiB`, `512 B`.
-pub fn fmt_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if b < 1024 {
-        return format!("{b} B");
-    }
-    let mut v = b as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
+use vecio_bench::harness::table::fmt_bytes;
+use vecio_bench::harness::table::Table;
 
 /// `items` joined with commas, broken into lines of about `width` characters, continuation
 /// lines indented under the first.
