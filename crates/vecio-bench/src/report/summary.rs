@@ -61,6 +61,28 @@ impl SummaryRow {
         }
     }
 
+    /// A row of vecio's own figure in `unit` that no other program measures (a ratio of vecio's
+    /// own paths, a share, a change): its peer cell is `-`.
+    pub fn own(
+        seed: &'static str,
+        result: String,
+        unit: &'static str,
+        seed_figure: String,
+        vecio: String,
+        target: Option<Verdict>,
+    ) -> SummaryRow {
+        SummaryRow {
+            seed,
+            result,
+            unit,
+            seed_figure,
+            vecio,
+            peer: "-".into(),
+            ratio: None,
+            target,
+        }
+    }
+
     /// The target column: `ok`, `MISS` or `-`, with what is wanted.
     pub fn mark(&self) -> String {
         match &self.target {

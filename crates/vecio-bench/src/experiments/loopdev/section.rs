@@ -299,6 +299,15 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
             target: at_least(ratio, want, "x"),
         });
     }
+    out.extend(cache_rows(l, seed));
+    out
+}
+
+/// The page-cache and context-switch rows: how much of the image the worst job left cached
+/// (vecio direct beside qemu-nbd), and direct against buffered context switches.
+fn cache_rows(l: &LoopReport, seed: &'static str) -> Vec<SummaryRow> {
+    let job = Job::RandRead4k;
+    let mut out = Vec::new();
     let worst = |s: Subject| {
         Job::ALL
             .iter()
@@ -320,16 +329,13 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         (Some(x), Some(y)) if y > 0.0 => Some(x / y - 1.0),
         _ => None,
     };
-    out.push(SummaryRow {
+    out.push(SummaryRow::own(
         seed,
-        result: "4k randread ctx switches: direct vs buffered".into(),
-        unit: "% change",
-        seed_figure: "-16".into(),
-        vecio: change_of(Subject::VecioDirect, Subject::VecioBuffered)
-            .map_or("-".into(), change_num),
-        peer: "-".into(),
-        ratio: None,
-        target: None,
-    });
+        "4k randread ctx switches: direct vs buffered".into(),
+        "% change",
+        "-16".into(),
+        change_of(Subject::VecioDirect, Subject::VecioBuffered).map_or("-".into(), change_num),
+        None,
+    ));
     out
 }

@@ -221,7 +221,7 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
             "70.6",
         )];
     };
-    let (fast, pool) = (Config::FastTracked, Config::PoolOnly);
+    let fast = Config::FastTracked;
     let pct = |v: Option<f64>| num(v.map(|v| v * 100.0), 1);
     let mut out = Vec::new();
     for (w, figure) in [
@@ -230,63 +230,64 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
     ] {
         let v = lat(n, w, fast).map(|l| l.under_2us);
         // vecio's own io_uring engine is no peer; no other program runs this workload.
-        out.push(SummaryRow {
+        out.push(SummaryRow::own(
             seed,
-            result: format!(
+            format!(
                 "{} reads under 2 µs: fast read",
                 w.name().split(':').next().unwrap_or("")
             ),
-            unit: "%",
-            seed_figure: figure.into(),
-            vecio: pct(v),
-            peer: "-".into(),
-            ratio: None,
-            target: None,
-        });
+            "%",
+            figure.into(),
+            pct(v),
+            None,
+        ));
     }
+    out.extend(latency_rows(n, seed));
+    out
+}
+
+/// The latency and bandwidth rows: fast read's p50 against raw preadv2, the mix's mean latency
+/// against the pool, and uncached bandwidth against the pool.
+fn latency_rows(n: &NowaitReport, seed: &'static str) -> Vec<SummaryRow> {
+    let (fast, pool) = (Config::FastTracked, Config::PoolOnly);
+    let mut out = Vec::new();
     let raw = n.raw_preadv2.p50_us;
     let p50 = |c| lat(n, Workload::F1Cached, c).map(|l| l.p50_us);
     let vs_raw = div(p50(fast), Some(raw));
-    out.push(SummaryRow {
+    out.push(SummaryRow::own(
         seed,
-        result: format!(
+        format!(
             "f1 p50: fast read {:.1} µs/raw preadv2 {raw:.1} µs (seed: ~2 µs)",
             p50(fast).unwrap_or(0.0)
         ),
-        unit: "x",
-        seed_figure: "-".into(),
-        vecio: num(vs_raw, 2),
-        peer: "-".into(),
-        ratio: None,
-        target: at_most(vs_raw, 1.3, "x raw"),
-    });
+        "x",
+        "-".into(),
+        num(vs_raw, 2),
+        at_most(vs_raw, 1.3, "x raw"),
+    ));
     let mean = |c| lat(n, Workload::Mix, c).map(|l| l.mean_us);
     let drop = |c| div(mean(c), mean(pool)).map(|x| 1.0 - x);
-    out.push(SummaryRow {
+    out.push(SummaryRow::own(
         seed,
-        result: "mix mean latency: fast read vs pool".into(),
-        unit: "% change",
-        seed_figure: "-20..-30".into(),
-        vecio: drop(fast).map_or("-".into(), |d| change_num(-d)),
-        peer: "-".into(),
-        ratio: None,
-        target: drop(fast).map(|d| Verdict {
+        "mix mean latency: fast read vs pool".into(),
+        "% change",
+        "-20..-30".into(),
+        drop(fast).map_or("-".into(), |d| change_num(-d)),
+        drop(fast).map(|d| Verdict {
             want: ">= 20% lower".into(),
             met: d >= 0.2,
         }),
-    });
+    ));
     let mb = |c| cell(n, Workload::F2Uncached, c).map(|x| x.mb_s.median);
     let v = div(mb(fast), mb(pool));
-    out.push(SummaryRow {
+    out.push(SummaryRow::own(
         seed,
-        result: "f2 uncached MB/s: fast read/pool (seed: total)".into(),
-        unit: "x",
-        seed_figure: format!("{SEED_BANDWIDTH:.2}"),
-        vecio: num(v, 2),
-        peer: "-".into(),
-        ratio: None,
-        target: at_least(v, 0.97, "x"),
-    });
+        "f2 uncached MB/s: fast read/pool (seed: total)".into(),
+        "x",
+        format!("{SEED_BANDWIDTH:.2}"),
+        num(v, 2),
+        at_least(v, 0.97, "x"),
+    ));
     out
 }
 
