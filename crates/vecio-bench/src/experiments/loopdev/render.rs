@@ -131,6 +131,37 @@ fn seed_section(r: &LoopReport) -> String {
 
     out +=
         "\nBeside it: vecio nbd none+uring (direct) against vecio nbd writeback+uring (buffered)\n";
+    out += &beside_table(r);
+    let summed = |s: Subject| -> Option<f64> {
+        let mut total = 0.0;
+        for job in Job::ALL {
+            total += r.cell(s, job)?.median_of(|x| Some(x.image_growth as f64))?;
+        }
+        Some(total / MIB)
+    };
+    let mut line = String::new();
+    for s in [
+        Subject::VecioDirect,
+        Subject::VecioBuffered,
+        Subject::QemuNbd,
+        Subject::Nbdkit,
+    ] {
+        if let Some(v) = summed(s) {
+            line += &format!("{} {v:.0} MiB, ", s.name());
+        }
+    }
+    out += &format!(
+        "image pages cached by the four jobs (summed; the image is evicted before each): {}\
+         of a {} MiB image on a machine with {} MiB of RAM\n",
+        line,
+        r.size >> 20,
+        r.mem_total >> 20
+    );
+    out
+}
+
+/// vecio nbd direct against buffered per job, beside the seed's dio+aio against its base.
+fn beside_table(r: &LoopReport) -> String {
     let mut b = Table::new([
         "job",
         "seed dio+aio/base",
@@ -168,33 +199,7 @@ fn seed_section(r: &LoopReport) -> String {
             growth(w),
         ]);
     }
-    out += &b.to_string();
-    let summed = |s: Subject| -> Option<f64> {
-        let mut total = 0.0;
-        for job in Job::ALL {
-            total += r.cell(s, job)?.median_of(|x| Some(x.image_growth as f64))?;
-        }
-        Some(total / MIB)
-    };
-    let mut line = String::new();
-    for s in [
-        Subject::VecioDirect,
-        Subject::VecioBuffered,
-        Subject::QemuNbd,
-        Subject::Nbdkit,
-    ] {
-        if let Some(v) = summed(s) {
-            line += &format!("{} {v:.0} MiB, ", s.name());
-        }
-    }
-    out += &format!(
-        "image pages cached by the four jobs (summed; the image is evicted before each): {}\
-         of a {} MiB image on a machine with {} MiB of RAM\n",
-        line,
-        r.size >> 20,
-        r.mem_total >> 20
-    );
-    out
+    b.to_string()
 }
 
 fn unit(job: Job) -> &'static str {

@@ -17,7 +17,6 @@ fn fmt_ratio(r: Option<f64>) -> String {
 
 /// The report as text: the throughput table, the CPU table and the targets.
 pub fn render(report: &WritevReport) -> String {
-    use EngineKind::*;
     let mut out = String::new();
     let m = &report.meta;
     out += &format!(
@@ -27,39 +26,20 @@ pub fn render(report: &WritevReport) -> String {
          ratios are medians of per-repetition ratios (both sides measured back to back)\n\n",
         m.file, m.fs, m.device, report.size >> 20, report.runtime_s, report.repeat, m.date_utc
     );
-    let mut t = Table::new([
-        "row",
-        "serial",
-        "sync",
-        "uring",
-        "fio 4k psync",
-        "fio 32k psync",
-        "uring/serial",
-        "sync/serial",
-        "seed",
-        "uring/fio32k",
-        "serial/fio4k",
-    ]);
-    for r in &report.rows {
-        let eng = |k| r.engine(k).map_or("-".into(), |e| fmt_mb(&e.mb_s));
-        let fio = |f: &Option<FioFigures>| f.as_ref().map_or("-".into(), |f| fmt_mb(&f.mb_s));
-        let vs_fio = |k: EngineKind, f: &Option<FioFigures>| r.ratio_to_fio(k, f);
-        t.row([
-            r.name.clone(),
-            eng(Serial),
-            eng(Sync),
-            eng(Uring),
-            fio(&r.fio_4k),
-            fio(&r.fio_32k),
-            fmt_ratio(r.ratio(Uring, Serial)),
-            fmt_ratio(r.ratio(Sync, Serial)),
-            format!("{:.1}x", r.seed_speedup),
-            fmt_ratio(vs_fio(Uring, &r.fio_32k)),
-            fmt_ratio(vs_fio(Serial, &r.fio_4k)),
-        ]);
-    }
-    out += &t.to_string();
+    out += &throughput_table(report);
     out += "\nCPU per request (median): system µs, user µs, context switches; sys serial/uring beside the seed's sys ratio\n";
+    out += &cpu_table(report);
+    out += "\nTargets\n";
+    for t in targets(report) {
+        out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
+    }
+    out
+}
+
+/// CPU per request per row: system and user µs, context switches, sys serial/uring.
+fn cpu_table(report: &WritevReport) -> String {
+    use EngineKind::*;
+    let mut out = String::new();
     let mut c = Table::new([
         "row",
         "serial sys",
@@ -99,10 +79,45 @@ pub fn render(report: &WritevReport) -> String {
         ]);
     }
     out += &c.to_string();
-    out += "\nTargets\n";
-    for t in targets(report) {
-        out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
+    out
+}
+
+/// MB/s per row and engine beside fio, with the ratios and the seed's speed-up.
+fn throughput_table(report: &WritevReport) -> String {
+    use EngineKind::*;
+    let mut out = String::new();
+    let mut t = Table::new([
+        "row",
+        "serial",
+        "sync",
+        "uring",
+        "fio 4k psync",
+        "fio 32k psync",
+        "uring/serial",
+        "sync/serial",
+        "seed",
+        "uring/fio32k",
+        "serial/fio4k",
+    ]);
+    for r in &report.rows {
+        let eng = |k| r.engine(k).map_or("-".into(), |e| fmt_mb(&e.mb_s));
+        let fio = |f: &Option<FioFigures>| f.as_ref().map_or("-".into(), |f| fmt_mb(&f.mb_s));
+        let vs_fio = |k: EngineKind, f: &Option<FioFigures>| r.ratio_to_fio(k, f);
+        t.row([
+            r.name.clone(),
+            eng(Serial),
+            eng(Sync),
+            eng(Uring),
+            fio(&r.fio_4k),
+            fio(&r.fio_32k),
+            fmt_ratio(r.ratio(Uring, Serial)),
+            fmt_ratio(r.ratio(Sync, Serial)),
+            format!("{:.1}x", r.seed_speedup),
+            fmt_ratio(vs_fio(Uring, &r.fio_32k)),
+            fmt_ratio(vs_fio(Serial, &r.fio_4k)),
+        ]);
     }
+    out += &t.to_string();
     out
 }
 
