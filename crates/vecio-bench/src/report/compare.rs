@@ -12,7 +12,10 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use crate::experiments::callcost::CallcostReport;
+use crate::experiments::nowait::NowaitReport;
 use crate::experiments::results::AllResults;
+use crate::experiments::writev::WritevReport;
 use crate::harness::stats::{median, Summary};
 use crate::harness::table::Table;
 
@@ -54,58 +57,13 @@ fn from_summary(
 pub fn metrics(r: &AllResults) -> Vec<Metric> {
     let mut out = Vec::new();
     if let Some(w) = &r.writev {
-        for row in &w.rows {
-            for e in &row.engines {
-                let name = format!("{} / {} MB/s", row.name, e.engine);
-                out.push(from_summary("writev", name, &e.mb_s, true));
-            }
-            for (job, f) in [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)] {
-                if let Some(f) = f {
-                    let name = format!("{} / {job} MB/s", row.name);
-                    out.push(from_summary("writev", name, &f.mb_s, true));
-                }
-            }
-        }
+        writev_metrics(w, &mut out);
     }
     if let Some(n) = &r.nowait {
-        for w in &n.workloads {
-            for c in &w.cells {
-                let name = format!("{} / {}", w.name, c.config.name());
-                out.push(from_summary(
-                    "nowait",
-                    format!("{name} MB/s"),
-                    &c.mb_s,
-                    true,
-                ));
-                // Mean latency at a fixed depth moves with throughput (Little's law): it
-                // shares the cell's spread.
-                out.push(Metric {
-                    name: format!("{name} mean µs"),
-                    value: c.latency.mean_us,
-                    higher_is_better: false,
-                    ..from_summary("nowait", String::new(), &c.mb_s, true)
-                });
-            }
-        }
+        nowait_metrics(n, &mut out);
     }
     if let Some(c) = &r.callcost {
-        for v in &c.variants {
-            out.push(from_summary(
-                "callcost",
-                format!("{} ns", v.name),
-                &v.ns,
-                false,
-            ));
-            if let Some(i) = v.instructions {
-                out.push(Metric {
-                    experiment: "callcost",
-                    name: format!("{} instructions", v.name),
-                    value: i,
-                    spread: Some(INSTRUCTION_SPREAD),
-                    higher_is_better: false,
-                });
-            }
-        }
+        callcost_metrics(c, &mut out);
     }
     if let Some(l) = &r.loop_dev {
         for c in &l.cells {
@@ -125,6 +83,66 @@ pub fn metrics(r: &AllResults) -> Vec<Metric> {
         }
     }
     out
+}
+
+/// writev's figures: MB/s per row and engine, and fio's.
+fn writev_metrics(w: &WritevReport, out: &mut Vec<Metric>) {
+    for row in &w.rows {
+        for e in &row.engines {
+            let name = format!("{} / {} MB/s", row.name, e.engine);
+            out.push(from_summary("writev", name, &e.mb_s, true));
+        }
+        for (job, f) in [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)] {
+            if let Some(f) = f {
+                let name = format!("{} / {job} MB/s", row.name);
+                out.push(from_summary("writev", name, &f.mb_s, true));
+            }
+        }
+    }
+}
+
+/// nowait's figures: MB/s and mean latency per workload and configuration.
+fn nowait_metrics(n: &NowaitReport, out: &mut Vec<Metric>) {
+    for w in &n.workloads {
+        for c in &w.cells {
+            let name = format!("{} / {}", w.name, c.config.name());
+            out.push(from_summary(
+                "nowait",
+                format!("{name} MB/s"),
+                &c.mb_s,
+                true,
+            ));
+            // Mean latency at a fixed depth moves with throughput (Little's law): it
+            // shares the cell's spread.
+            out.push(Metric {
+                name: format!("{name} mean µs"),
+                value: c.latency.mean_us,
+                higher_is_better: false,
+                ..from_summary("nowait", String::new(), &c.mb_s, true)
+            });
+        }
+    }
+}
+
+/// callcost's figures: ns per call and, when counted, instructions per variant.
+fn callcost_metrics(c: &CallcostReport, out: &mut Vec<Metric>) {
+    for v in &c.variants {
+        out.push(from_summary(
+            "callcost",
+            format!("{} ns", v.name),
+            &v.ns,
+            false,
+        ));
+        if let Some(i) = v.instructions {
+            out.push(Metric {
+                experiment: "callcost",
+                name: format!("{} instructions", v.name),
+                value: i,
+                spread: Some(INSTRUCTION_SPREAD),
+                higher_is_better: false,
+            });
+        }
+    }
 }
 
 /// Reads a results file: `bench all`'s (or a report's `results.json`), or one experiment's

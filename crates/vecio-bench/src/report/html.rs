@@ -308,6 +308,21 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
     }
     out += "</nav>\n<section id=\"summary\">\n<h2>Summary</h2>\n";
     out += &summary(rows);
+    out += &not_measured_and_setup(r);
+    out += "</section>\n";
+    out += &documents(sections);
+    for s in sections {
+        out += &section(s);
+    }
+    out += &format!(
+        "<p id=\"report-check\" hidden>not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    );
+    out
+}
+
+/// Under the summary: the experiments not measured, and the machine and tools.
+fn not_measured_and_setup(r: &AllResults) -> String {
+    let mut out = String::new();
     if !r.not_measured.is_empty() {
         out += "<ul class=\"not-measured\">\n";
         for n in &r.not_measured {
@@ -335,14 +350,6 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
         }
         out += &setup_table(&lines);
     }
-    out += "</section>\n";
-    out += &documents(sections);
-    for s in sections {
-        out += &section(s);
-    }
-    out += &format!(
-        "<p id=\"report-check\" hidden>not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
-    );
     out
 }
 
