@@ -120,35 +120,12 @@ pub struct ProbedOn {
 /// Probes `path` (a regular file, a directory or a block device).
 pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
-    let ft = meta.file_type();
-    let kind = if ft.is_file() {
-        Kind::Regular
-    } else if ft.is_block_device() {
-        Kind::Block
-    } else if ft.is_dir() {
-        Kind::Directory
-    } else {
-        bail!(
-            "{}: not a regular file, directory or block device",
-            path.display()
-        );
-    };
+    let kind = kind_of(path, &meta)?;
     let on_fs = kind != Kind::Block;
     let fs = on_fs
         .then(|| vecio_bench::harness::scratch::fs_name(path).ok())
         .flatten();
-    let mount = if on_fs {
-        vecio_bench::harness::system::mount_of(path)
-            .ok()
-            .flatten()
-            .map(|m| MountPoint {
-                point: m.mount_point.display().to_string(),
-                source: m.source,
-                fs_type: m.fs_type,
-            })
-    } else {
-        None
-    };
+    let mount = on_fs.then(|| mount_point(path)).flatten();
     let device = device::of(path);
     // A directory is probed through a temporary file in it; the file is removed on drop.
     let probe_file = match kind {
@@ -196,6 +173,35 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
         page_cache,
         device,
     })
+}
+
+/// What `path` is, from its metadata; an error for anything vecio cannot probe.
+fn kind_of(path: &Path, meta: &std::fs::Metadata) -> Result<Kind> {
+    let ft = meta.file_type();
+    Ok(if ft.is_file() {
+        Kind::Regular
+    } else if ft.is_block_device() {
+        Kind::Block
+    } else if ft.is_dir() {
+        Kind::Directory
+    } else {
+        bail!(
+            "{}: not a regular file, directory or block device",
+            path.display()
+        );
+    })
+}
+
+/// The mount `path` is on (`/proc/self/mountinfo`).
+fn mount_point(path: &Path) -> Option<MountPoint> {
+    vecio_bench::harness::system::mount_of(path)
+        .ok()
+        .flatten()
+        .map(|m| MountPoint {
+            point: m.mount_point.display().to_string(),
+            source: m.source,
+            fs_type: m.fs_type,
+        })
 }
 
 fn alignment(a: vecio::DioAlign) -> Alignment {

@@ -1,6 +1,6 @@
 //! `vecio info`'s human output.
 
-use super::{FileInfo, Kind};
+use super::{DeviceInfo, FileInfo, Kind};
 use vecio_bench::harness::table::fmt_bytes;
 use vecio_bench::harness::table::Table;
 
@@ -47,20 +47,7 @@ pub fn render(i: &FileInfo) -> String {
     if let Some(why) = &i.access {
         line("access", why.clone());
     }
-    let o_direct = &i.capabilities.o_direct;
-    let dio = match (&i.dio_align, o_direct.outcome.accepted()) {
-        (_, Some(false)) => format!("not available ({})", o_direct.detail),
-        (Some(a), _) if a.source == "default" => format!(
-            "the kernel gives no alignment (no STATX_DIOALIGN); vecio assumes {} B",
-            a.offset
-        ),
-        (Some(a), _) => format!(
-            "buffers aligned to {} B, offsets and lengths to {} B (from {})",
-            a.mem, a.offset, a.source
-        ),
-        (None, _) => format!("alignment unknown ({})", o_direct.detail),
-    };
-    line("direct I/O", dio);
+    line("direct I/O", dio_text(i));
     if let Some(r) = i.page_cache {
         let pct = if r.total > 0 {
             100.0 * r.resident as f64 / r.total as f64
@@ -76,24 +63,8 @@ pub fn render(i: &FileInfo) -> String {
             ),
         );
     }
-    match &i.device {
-        Some(d) => {
-            let part = d
-                .disk
-                .as_ref()
-                .map_or(String::new(), |disk| format!(", a partition of {disk}"));
-            line("block device", format!("{} ({}){part}", d.name, d.number));
-            if let Some(l) = &d.loop_backing {
-                let dio = if l.direct_io { "on" } else { "off" };
-                line("loop", format!("backed by {}, direct I/O {dio}", l.file));
-            }
-            let q: Vec<String> = d.queue.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            line("queue", wrap(&q, 80));
-        }
-        None => line(
-            "block device",
-            "none (no device behind this filesystem)".into(),
-        ),
+    for (k, v) in device_lines(i.device.as_ref()) {
+        line(k, v);
     }
     out += &format!(
         "\nwhat the kernel did: reads on {}; writes on {}\n",
@@ -113,6 +84,48 @@ pub fn render(i: &FileInfo) -> String {
     }
     out += &t.to_string();
     out
+}
+
+/// The direct-I/O line: what the kernel said about alignment, or why O_DIRECT is unavailable.
+fn dio_text(i: &FileInfo) -> String {
+    let o_direct = &i.capabilities.o_direct;
+    match (&i.dio_align, o_direct.outcome.accepted()) {
+        (_, Some(false)) => format!("not available ({})", o_direct.detail),
+        (Some(a), _) if a.source == "default" => format!(
+            "the kernel gives no alignment (no STATX_DIOALIGN); vecio assumes {} B",
+            a.offset
+        ),
+        (Some(a), _) => format!(
+            "buffers aligned to {} B, offsets and lengths to {} B (from {})",
+            a.mem, a.offset, a.source
+        ),
+        (None, _) => format!("alignment unknown ({})", o_direct.detail),
+    }
+}
+
+/// The block device lines: the device, a loop device's backing file, the queue settings.
+fn device_lines(device: Option<&DeviceInfo>) -> Vec<(&'static str, String)> {
+    let mut lines = Vec::new();
+    match device {
+        Some(d) => {
+            let part = d
+                .disk
+                .as_ref()
+                .map_or(String::new(), |disk| format!(", a partition of {disk}"));
+            lines.push(("block device", format!("{} ({}){part}", d.name, d.number)));
+            if let Some(l) = &d.loop_backing {
+                let dio = if l.direct_io { "on" } else { "off" };
+                lines.push(("loop", format!("backed by {}, direct I/O {dio}", l.file)));
+            }
+            let q: Vec<String> = d.queue.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            lines.push(("queue", wrap(&q, 80)));
+        }
+        None => lines.push((
+            "block device",
+            "none (no device behind this filesystem)".into(),
+        )),
+    }
+    lines
 }
 
 #[cfg(test)]
