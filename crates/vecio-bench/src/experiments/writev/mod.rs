@@ -7,23 +7,22 @@
 //! the same pattern with bs=4k psync (the per-segment reference: for random rows, eight 4 KiB
 //! calls per random 32 KiB block, as the serial engine does) and bs=32k psync (the limit).
 
-use std::io::{IoSlice, IoSliceMut};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
-use vecio::{Batch, Direct, Engine, EngineKind, File, IoIter, PagePool, RwFlags};
+use vecio::{Direct, Engine, EngineKind, File, PagePool};
 
-use crate::harness::fio::{FioEngine, FioJob, FioRw};
+use crate::harness::fio::{FioEngine, FioJob, FioResult, FioRw};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
-use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::{median, paired_median, Summary};
 use crate::harness::table::Table;
+use measure::measure;
 
 /// Segments per request.
 pub const SEGMENTS: usize = 8;
@@ -277,20 +276,14 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
         .with_context(|| format!("opening {} for O_DIRECT", path.display()))?;
     let size = opts.size.min(file.size().unwrap_or(opts.size)) / REQUEST as u64 * REQUEST as u64;
     let pool = PagePool::new(REQUEST, 1);
-    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
-    for k in &opts.engines {
-        let mut e = k.build()?;
-        e.register_pool(&pool)
-            .with_context(|| format!("registering buffers with {}", k.name()))?;
-        engines.push(e);
-    }
+    let mut engines = build_engines(&opts.engines, &pool)?;
     let fio_on = opts.fio && crate::harness::fio::fio_version().is_some();
     let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.repeat as usize;
     let phase = Phase::timed("bench writev", opts.runtime * steps as u32);
 
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
-    let mut fio4: Vec<Vec<crate::harness::fio::FioResult>> = vec![Vec::new(); rows.len()];
-    let mut fio32: Vec<Vec<crate::harness::fio::FioResult>> = vec![Vec::new(); rows.len()];
+    let mut fio4: Vec<Vec<FioResult>> = vec![Vec::new(); rows.len()];
+    let mut fio32: Vec<Vec<FioResult>> = vec![Vec::new(); rows.len()];
     let mut rng = SmallRng::seed_from_u64(0x0005_eed0);
     for _rep in 0..opts.repeat {
         for (ri, &row) in rows.iter().enumerate() {
@@ -315,27 +308,8 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     }
     phase.finish();
 
-    let rows = rows
-        .iter()
-        .enumerate()
-        .map(|(ri, &row)| RowFigures {
-            row,
-            name: row.name().to_string(),
-            seed_speedup: row.seed_speedup(),
-            seed_sys_ratio: row.seed_sys_ratio(),
-            engines: engines
-                .iter()
-                .enumerate()
-                .map(|(ei, e)| EngineFigures {
-                    engine: e.name().to_string(),
-                    mb_s: summary(&samples[ri][ei].iter().map(|s| s.mb_s).collect::<Vec<_>>()),
-                    samples: samples[ri][ei].clone(),
-                })
-                .collect(),
-            fio_4k: fio_figures("bs=4k psync, 8 per random offset", &fio4[ri]),
-            fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
-        })
-        .collect();
+    let names: Vec<String> = engines.iter().map(|e| e.name().to_string()).collect();
+    let rows = figures(&rows, &names, &samples, &fio4, &fio32);
     Ok(WritevReport {
         meta: RunMeta::collect(&path),
         size,
@@ -343,6 +317,48 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
         repeat: opts.repeat,
         rows,
     })
+}
+
+/// The engines of `kinds`, each with `pool`'s buffers registered.
+fn build_engines(kinds: &[EngineKind], pool: &PagePool) -> Result<Vec<Box<dyn Engine>>> {
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    for k in kinds {
+        let mut e = k.build()?;
+        e.register_pool(pool)
+            .with_context(|| format!("registering buffers with {}", k.name()))?;
+        engines.push(e);
+    }
+    Ok(engines)
+}
+
+/// The figures of every row from its samples: each engine's (named in `names`) and fio's.
+fn figures(
+    rows: &[Row],
+    names: &[String],
+    samples: &[Vec<Vec<Sample>>],
+    fio4: &[Vec<FioResult>],
+    fio32: &[Vec<FioResult>],
+) -> Vec<RowFigures> {
+    rows.iter()
+        .enumerate()
+        .map(|(ri, &row)| RowFigures {
+            row,
+            name: row.name().to_string(),
+            seed_speedup: row.seed_speedup(),
+            seed_sys_ratio: row.seed_sys_ratio(),
+            engines: names
+                .iter()
+                .enumerate()
+                .map(|(ei, name)| EngineFigures {
+                    engine: name.clone(),
+                    mb_s: summary(&samples[ri][ei].iter().map(|s| s.mb_s).collect::<Vec<_>>()),
+                    samples: samples[ri][ei].clone(),
+                })
+                .collect(),
+            fio_4k: fio_figures("bs=4k psync, 8 per random offset", &fio4[ri]),
+            fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
+        })
+        .collect()
 }
 
 fn prepare_file(opts: &WritevOptions) -> Result<ScratchFile> {
@@ -358,101 +374,13 @@ fn summary(samples: &[f64]) -> Summary {
     Summary::of(samples).unwrap_or_default()
 }
 
-/// Runs `row` through `engine` for `runtime`, one 8-segment request at a time.
-fn measure(
-    file: &File,
-    engine: &mut dyn Engine,
-    pool: &PagePool,
-    row: Row,
-    size: u64,
-    runtime: Duration,
-    rng: &mut SmallRng,
-) -> Result<Sample> {
-    let mut buf = pool.get().context("page pool exhausted")?;
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = (i % 251) as u8;
-    }
-    let blocks = size / REQUEST as u64;
-    let mut next_seq = 0u64;
-    let mut out = Vec::with_capacity(1);
-    let calls0 = engine.counters().syscalls;
-    let u0 = Usage::thread()?;
-    let t0 = Instant::now();
-    let mut requests = 0u64;
-    loop {
-        let block = if row.random() {
-            rng.gen_range(0..blocks)
-        } else {
-            let b = next_seq;
-            next_seq = (next_seq + 1) % blocks;
-            b
-        };
-        let offset = block * REQUEST as u64;
-        let write = match row {
-            Row::RandomWritev | Row::SequentialWritev => true,
-            Row::RandomReadv | Row::SequentialReadv => false,
-            Row::RandomMixed | Row::SequentialMixed => rng.gen_bool(0.5),
-        };
-        out.clear();
-        if write {
-            let segs: [IoSlice<'_>; SEGMENTS] =
-                std::array::from_fn(|i| IoSlice::new(&buf[i * SEGMENT..(i + 1) * SEGMENT]));
-            let mut batch = Batch::new();
-            batch.push(
-                file,
-                offset,
-                IoIter::pages_from(pool, &segs)?,
-                RwFlags::empty(),
-            );
-            batch.run_into(engine, &mut out);
-        } else {
-            let mut rest: &mut [u8] = &mut buf[..];
-            let mut segs: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
-                let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
-                rest = tail;
-                IoSliceMut::new(seg)
-            });
-            let mut batch = Batch::new();
-            batch.push(
-                file,
-                offset,
-                IoIter::pages_into(pool, &mut segs)?,
-                RwFlags::empty(),
-            );
-            batch.run_into(engine, &mut out);
-        }
-        match out.pop() {
-            Some(Ok(n)) if n == REQUEST => {}
-            Some(Ok(n)) => bail!("short transfer at offset {offset}: {n} of {REQUEST} bytes"),
-            Some(Err(e)) => return Err(e.into()),
-            None => bail!("request at offset {offset} produced no result"),
-        }
-        requests += 1;
-        if requests % 4 == 0 && t0.elapsed() >= runtime {
-            break;
-        }
-    }
-    let wall = t0.elapsed().as_secs_f64();
-    let u = Usage::thread()?.delta(&u0);
-    let calls = engine.counters().syscalls - calls0;
-    let per = |x: f64| x / requests as f64;
-    Ok(Sample {
-        mb_s: (requests * REQUEST as u64) as f64 / wall / 1e6,
-        requests,
-        user_us_per_req: per(u.user_s * 1e6),
-        sys_us_per_req: per(u.sys_s * 1e6),
-        ctx_per_req: per(u.ctx() as f64),
-        syscalls_per_req: per(calls as f64),
-    })
-}
-
 fn fio_job(
     path: &std::path::Path,
     row: Row,
     bs: u64,
     size: u64,
     runtime: Duration,
-) -> Result<crate::harness::fio::FioResult> {
+) -> Result<FioResult> {
     let mut job = FioJob::new(path, row.fio_rw(), bs, size);
     job.runtime_s = runtime.as_secs_f64();
     job.ioengine = FioEngine::Psync;
@@ -468,12 +396,12 @@ fn fio_job(
         .with_context(|| format!("fio {} bs={bs}", row.name()))
 }
 
-fn fio_figures(job: &str, results: &[crate::harness::fio::FioResult]) -> Option<FioFigures> {
+fn fio_figures(job: &str, results: &[FioResult]) -> Option<FioFigures> {
     if results.is_empty() {
         return None;
     }
     let mb: Vec<f64> = results.iter().map(|r| r.total_mb_s).collect();
-    let per_req = |r: &crate::harness::fio::FioResult, x: f64| {
+    let per_req = |r: &FioResult, x: f64| {
         let reqs = (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0;
         if reqs > 0.0 {
             x / reqs
@@ -500,6 +428,7 @@ fn fio_figures(job: &str, results: &[crate::harness::fio::FioResult]) -> Option<
     })
 }
 
+mod measure;
 mod report;
 pub mod section;
 pub use report::{render, targets, Target};

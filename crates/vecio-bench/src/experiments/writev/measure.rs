@@ -1,0 +1,116 @@
+//! One measurement of the writev experiment: one engine, one row, one 8-segment request at a
+//! time for the runtime, with the CPU time and system calls it cost.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rand::rngs::SmallRng;
+use rand::Rng;
+use vecio::{Batch, Engine, File, IoIter, PagePool, RwFlags};
+
+use super::{Row, Sample, REQUEST, SEGMENT, SEGMENTS};
+use crate::harness::rusage::Usage;
+
+/// Runs `row` through `engine` for `runtime`, one 8-segment request at a time.
+pub(super) fn measure(
+    file: &File,
+    engine: &mut dyn Engine,
+    pool: &PagePool,
+    row: Row,
+    size: u64,
+    runtime: Duration,
+    rng: &mut SmallRng,
+) -> Result<Sample> {
+    let mut buf = pool.get().context("page pool exhausted")?;
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let blocks = size / REQUEST as u64;
+    let mut next_seq = 0u64;
+    let mut out = Vec::with_capacity(1);
+    let calls0 = engine.counters().syscalls;
+    let u0 = Usage::thread()?;
+    let t0 = Instant::now();
+    let mut requests = 0u64;
+    loop {
+        let block = if row.random() {
+            rng.gen_range(0..blocks)
+        } else {
+            let b = next_seq;
+            next_seq = (next_seq + 1) % blocks;
+            b
+        };
+        let offset = block * REQUEST as u64;
+        let write = match row {
+            Row::RandomWritev | Row::SequentialWritev => true,
+            Row::RandomReadv | Row::SequentialReadv => false,
+            Row::RandomMixed | Row::SequentialMixed => rng.gen_bool(0.5),
+        };
+        transfer(file, engine, pool, &mut buf, offset, write, &mut out)?;
+        requests += 1;
+        if requests % 4 == 0 && t0.elapsed() >= runtime {
+            break;
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let u = Usage::thread()?.delta(&u0);
+    let calls = engine.counters().syscalls - calls0;
+    let per = |x: f64| x / requests as f64;
+    Ok(Sample {
+        mb_s: (requests * REQUEST as u64) as f64 / wall / 1e6,
+        requests,
+        user_us_per_req: per(u.user_s * 1e6),
+        sys_us_per_req: per(u.sys_s * 1e6),
+        ctx_per_req: per(u.ctx() as f64),
+        syscalls_per_req: per(calls as f64),
+    })
+}
+
+/// One 8-segment request at `offset` through `engine`: a writev of `buf` or a readv into it,
+/// which must move all [`REQUEST`] bytes.
+fn transfer(
+    file: &File,
+    engine: &mut dyn Engine,
+    pool: &PagePool,
+    buf: &mut [u8],
+    offset: u64,
+    write: bool,
+    out: &mut Vec<vecio::Result<usize>>,
+) -> Result<()> {
+    out.clear();
+    if write {
+        let segs: [IoSlice<'_>; SEGMENTS] =
+            std::array::from_fn(|i| IoSlice::new(&buf[i * SEGMENT..(i + 1) * SEGMENT]));
+        let mut batch = Batch::new();
+        batch.push(
+            file,
+            offset,
+            IoIter::pages_from(pool, &segs)?,
+            RwFlags::empty(),
+        );
+        batch.run_into(engine, out);
+    } else {
+        let mut rest: &mut [u8] = buf;
+        let mut segs: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
+            let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
+            rest = tail;
+            IoSliceMut::new(seg)
+        });
+        let mut batch = Batch::new();
+        batch.push(
+            file,
+            offset,
+            IoIter::pages_into(pool, &mut segs)?,
+            RwFlags::empty(),
+        );
+        batch.run_into(engine, out);
+    }
+    match out.pop() {
+        Some(Ok(n)) if n == REQUEST => {}
+        Some(Ok(n)) => bail!("short transfer at offset {offset}: {n} of {REQUEST} bytes"),
+        Some(Err(e)) => return Err(e.into()),
+        None => bail!("request at offset {offset} produced no result"),
+    }
+    Ok(())
+}
