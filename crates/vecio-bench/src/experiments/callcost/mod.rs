@@ -209,28 +209,32 @@ pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
                 }
             }
         }
-        Variant::Batch(e) => {
-            let mut engine: Box<dyn Engine> = match e {
-                BatchEngine::Serial => EngineKind::Serial.build()?,
-                BatchEngine::Sync => EngineKind::Sync.build()?,
-                BatchEngine::Uring => EngineKind::Uring.build()?,
-                BatchEngine::Pool => EngineKind::Pool.build()?,
-                BatchEngine::PoolOffload => Box::new(PoolEngine::new(PoolOptions {
-                    fast_read: FastReadPolicy::with_mode(FastReadMode::Off),
-                    ..PoolOptions::default()
-                })?),
-            };
-            let mut out = Vec::with_capacity(1);
-            for _ in 0..calls {
-                out.clear();
-                let mut batch = Batch::new();
-                batch.push(&file, 0, IoIter::read_into(&mut buf), RwFlags::empty());
-                batch.run_into(engine.as_mut(), &mut out);
-                match out.pop() {
-                    Some(Ok(n)) if n == CALL => {}
-                    other => bail!("batch read: {other:?}"),
-                }
-            }
+        Variant::Batch(e) => batch_calls(&file, &mut buf, e, calls)?,
+    }
+    Ok(())
+}
+
+/// `calls` one-read batches of the page through engine `e`.
+fn batch_calls(file: &File, buf: &mut [u8], e: BatchEngine, calls: u64) -> Result<()> {
+    let mut engine: Box<dyn Engine> = match e {
+        BatchEngine::Serial => EngineKind::Serial.build()?,
+        BatchEngine::Sync => EngineKind::Sync.build()?,
+        BatchEngine::Uring => EngineKind::Uring.build()?,
+        BatchEngine::Pool => EngineKind::Pool.build()?,
+        BatchEngine::PoolOffload => Box::new(PoolEngine::new(PoolOptions {
+            fast_read: FastReadPolicy::with_mode(FastReadMode::Off),
+            ..PoolOptions::default()
+        })?),
+    };
+    let mut out = Vec::with_capacity(1);
+    for _ in 0..calls {
+        out.clear();
+        let mut batch = Batch::new();
+        batch.push(file, 0, IoIter::read_into(&mut *buf), RwFlags::empty());
+        batch.run_into(engine.as_mut(), &mut out);
+        match out.pop() {
+            Some(Ok(n)) if n == CALL => {}
+            other => bail!("batch read: {other:?}"),
         }
     }
     Ok(())

@@ -187,6 +187,47 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     std::fs::create_dir(&src)?;
     let file_name = "data";
     fill(&src.join(file_name), opts.size).context("preparing the data file")?;
+    let (libfuse_bins, libfuse) = libfuse_peers(opts);
+    let subjects = subjects(&libfuse_bins, opts.buffered);
+    let plan = plan(&subjects, opts.buffered);
+    let mut mounted = Vec::new();
+    for (i, s) in subjects.iter().enumerate() {
+        let mp = tmp.path().join(format!("mnt{i}"));
+        mounted.push(
+            subjects::mount(s, exe, &libfuse_bins, &src, file_name, &mp)
+                .with_context(|| s.name.clone())?,
+        );
+    }
+    let mut cells = empty_cells(&plan, &subjects);
+    measure_all(&mut cells, &subjects, &mounted, opts);
+    for m in mounted {
+        if let Err(e) = m.stop() {
+            eprintln!("bench fuse: {e:#}");
+        }
+    }
+    for c in cells.iter_mut() {
+        c.mb_s = Summary::of(&c.samples);
+    }
+    let targets = targets(&cells);
+    Ok(FuseReport {
+        meta: RunMeta::collect(&src.join(file_name)),
+        size: opts.size,
+        runtime_s: opts.runtime.as_secs_f64(),
+        repeat: opts.repeat,
+        max_pages_limit: max_pages_limit(),
+        libfuse,
+        subjects,
+        cells,
+        targets,
+    })
+}
+
+/// The libfuse examples to measure (name, binary), built in a cache directory, and libfuse's
+/// version or why they are not measured; `--passthrough-hp`'s binary added twice (with and
+/// without passthrough).
+fn libfuse_peers(
+    opts: &FuseOptions,
+) -> (Vec<(String, PathBuf)>, std::result::Result<String, String>) {
     let cache = std::env::temp_dir().join(format!(
         "vecio-libfuse-examples-{}",
         libfuse_version().unwrap_or_default()
@@ -203,19 +244,13 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         libfuse_bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
         libfuse_bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp.clone()));
     }
-    let subjects = subjects(&libfuse_bins, opts.buffered);
-    let plan = plan(&subjects, opts.buffered);
-    let mut mounted = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        let mp = tmp.path().join(format!("mnt{i}"));
-        mounted.push(
-            subjects::mount(s, exe, &libfuse_bins, &src, file_name, &mp)
-                .with_context(|| s.name.clone())?,
-        );
-    }
+    (libfuse_bins, libfuse)
+}
+
+/// One cell per planned (subject, O_DIRECT or buffered) and operation, nothing measured yet.
+fn empty_cells(plan: &[(usize, bool)], subjects: &[Subject]) -> Vec<Cell> {
     let ops = [Op::Readv, Op::Writev];
-    let mut cells: Vec<Cell> = plan
-        .iter()
+    plan.iter()
         .flat_map(|&(i, direct)| ops.iter().map(move |&op| (i, direct, op)))
         .map(|(i, direct, op)| Cell {
             subject: subjects[i].name.clone(),
@@ -225,7 +260,17 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
             samples: Vec::new(),
             error: None,
         })
-        .collect();
+        .collect()
+}
+
+/// Measures every cell `opts.repeat` times through its subject's mount; a cell whose calls
+/// fail keeps the error and is not measured again.
+fn measure_all(
+    cells: &mut [Cell],
+    subjects: &[Subject],
+    mounted: &[subjects::Mounted],
+    opts: &FuseOptions,
+) {
     let phase = Phase::timed(
         "bench fuse",
         opts.runtime * (cells.len() as u32 * opts.repeat),
@@ -252,26 +297,6 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         }
     }
     phase.finish();
-    for m in mounted {
-        if let Err(e) = m.stop() {
-            eprintln!("bench fuse: {e:#}");
-        }
-    }
-    for c in cells.iter_mut() {
-        c.mb_s = Summary::of(&c.samples);
-    }
-    let targets = targets(&cells);
-    Ok(FuseReport {
-        meta: RunMeta::collect(&src.join(file_name)),
-        size: opts.size,
-        runtime_s: opts.runtime.as_secs_f64(),
-        repeat: opts.repeat,
-        max_pages_limit: max_pages_limit(),
-        libfuse,
-        subjects,
-        cells,
-        targets,
-    })
 }
 
 /// Writes `size` bytes of non-repeating data to a new file at `path` and syncs it.

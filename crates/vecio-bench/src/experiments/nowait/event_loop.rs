@@ -62,29 +62,13 @@ pub(super) fn measure(
     zipf: &Zipf,
     rng: &mut SmallRng,
 ) -> Result<Run> {
-    let open = |p: &Path| -> Result<Arc<File>> {
-        Ok(Arc::new(File::options().direct(Direct::Off).open(p)?))
-    };
-    let handles = [
-        open(&files.paths[0])?,
-        open(&files.paths[1])?,
-        open(&files.paths[2])?,
-    ];
+    let handles = open_all(files)?;
     let large_blocks = opts.large / READ as u64;
     let mut seq = 0u64;
     let mut q = Queue::new(engine_for(c, opts)?);
-
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
     let stop = Arc::new(AtomicBool::new(false));
-    let evictor = {
-        let (stop, path) = (stop.clone(), files.paths[1].clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let _ = pagecache::evict(&path);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
+    let evictor = keep_evicting(files.paths[1].clone(), stop.clone());
 
     let mut tally = Tally::new(opts.depth);
     let mut done: Vec<Completion> = Vec::new();
@@ -147,16 +131,44 @@ pub(super) fn measure(
     stop.store(true, Ordering::Relaxed);
     let _ = evictor.join();
     tally.result?;
-    let mut fast = FastReadCounters::default();
-    for h in &handles {
-        fast.add(&h.fast_read_stats(&c.policy()));
-    }
+    let fast = fast_read_counters(&handles, c);
     Ok(Run {
         mb_s: tally.bytes as f64 / wall / 1e6,
         all: tally.all,
         per_file: tally.per,
         fast,
     })
+}
+
+/// The three files, buffered.
+fn open_all(files: &Files) -> Result<[Arc<File>; 3]> {
+    let open = |p: &Path| -> Result<Arc<File>> {
+        Ok(Arc::new(File::options().direct(Direct::Off).open(p)?))
+    };
+    Ok([
+        open(&files.paths[0])?,
+        open(&files.paths[1])?,
+        open(&files.paths[2])?,
+    ])
+}
+
+/// A thread that drops `path` from the page cache every 100 ms until `stop` is set.
+fn keep_evicting(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let _ = pagecache::evict(&path);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+}
+
+/// The fast-read counters of the three files under `c`'s policy, summed.
+fn fast_read_counters(handles: &[Arc<File>; 3], c: Config) -> FastReadCounters {
+    let mut fast = FastReadCounters::default();
+    for h in handles {
+        fast.add(&h.fast_read_stats(&c.policy()));
+    }
+    fast
 }
 
 /// What the event loop has seen: latencies, bytes, and the slots and buffers to reuse.
