@@ -177,84 +177,102 @@ pub fn mount(
             child: None,
             _tracked: None,
         }),
-        Kind::Vecio { args } => {
-            std::fs::create_dir_all(mountpoint)?;
-            let mut cmd = Command::new(exe);
-            crate::harness::cleanup::die_with_parent(&mut cmd);
-            let mut child = cmd
-                .arg("fuse")
-                .arg(src)
-                .arg(mountpoint)
-                .args(args)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .context("starting vecio fuse")?;
-            let tracked = crate::harness::cleanup::track_child(child.id());
-            let stdout = child.stdout.take().context("vecio fuse stdout")?;
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line)?;
-            if !line.starts_with("mounted ") {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("vecio fuse {}: did not mount", args.join(" "));
-            }
-            Ok(Mounted {
-                file: mountpoint.join(file_name),
-                mountpoint: Some(mountpoint.to_path_buf()),
-                child: Some(child),
-                _tracked: Some(tracked),
-            })
-        }
-        Kind::Libfuse { example } => {
-            let bin = libfuse
-                .iter()
-                .find(|(n, _)| n == example)
-                .map(|(_, p)| p.clone())
-                .with_context(|| format!("{example} was not built"))?;
-            std::fs::create_dir_all(mountpoint)?;
-            let mut cmd = Command::new(bin);
-            crate::harness::cleanup::die_with_parent(&mut cmd);
-            // passthrough_hp takes SOURCE MOUNTPOINT; the high-level examples mirror "/", the
-            // low-level one a source directory.
-            let file = if example.starts_with(HP_PASSTHROUGH) {
-                cmd.arg("--foreground");
-                if example == HP_NO_PASSTHROUGH {
-                    cmd.arg("--nopassthrough");
-                }
-                cmd.arg(src);
-                mountpoint.join(file_name)
-            } else if example == "passthrough_ll" {
-                cmd.arg("-f");
-                cmd.arg("-o").arg(format!("source={}", src.display()));
-                mountpoint.join(file_name)
-            } else {
-                cmd.arg("-f");
-                let abs = src.join(file_name);
-                mountpoint.join(abs.strip_prefix("/").unwrap_or(&abs))
-            };
-            let child = cmd
-                .arg(mountpoint)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .with_context(|| format!("starting {example}"))?;
-            let tracked = crate::harness::cleanup::track_child(child.id());
-            let mut m = Mounted {
-                file,
-                mountpoint: Some(mountpoint.to_path_buf()),
-                child: Some(child),
-                _tracked: Some(tracked),
-            };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !is_mounted(mountpoint) {
-                if Instant::now() > deadline {
-                    let _ = m.stop_inner();
-                    bail!("{example} did not mount within 10 s");
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Ok(m)
-        }
+        Kind::Vecio { args } => mount_vecio(exe, args, src, file_name, mountpoint),
+        Kind::Libfuse { example } => mount_libfuse(example, libfuse, src, file_name, mountpoint),
     }
+}
+
+/// Starts `vecio fuse SRC MOUNTPOINT ARGS` and waits for its "mounted" line.
+fn mount_vecio(
+    exe: &Path,
+    args: &[String],
+    src: &Path,
+    file_name: &str,
+    mountpoint: &Path,
+) -> Result<Mounted> {
+    std::fs::create_dir_all(mountpoint)?;
+    let mut cmd = Command::new(exe);
+    crate::harness::cleanup::die_with_parent(&mut cmd);
+    let mut child = cmd
+        .arg("fuse")
+        .arg(src)
+        .arg(mountpoint)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting vecio fuse")?;
+    let tracked = crate::harness::cleanup::track_child(child.id());
+    let stdout = child.stdout.take().context("vecio fuse stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    if !line.starts_with("mounted ") {
+        let _ = child.kill();
+        let _ = child.wait();
+        bail!("vecio fuse {}: did not mount", args.join(" "));
+    }
+    Ok(Mounted {
+        file: mountpoint.join(file_name),
+        mountpoint: Some(mountpoint.to_path_buf()),
+        child: Some(child),
+        _tracked: Some(tracked),
+    })
+}
+
+/// Starts libfuse's `example` over `src` and waits until the mount appears (10 s at most).
+fn mount_libfuse(
+    example: &str,
+    libfuse: &[(String, PathBuf)],
+    src: &Path,
+    file_name: &str,
+    mountpoint: &Path,
+) -> Result<Mounted> {
+    let bin = libfuse
+        .iter()
+        .find(|(n, _)| n == example)
+        .map(|(_, p)| p.clone())
+        .with_context(|| format!("{example} was not built"))?;
+    std::fs::create_dir_all(mountpoint)?;
+    let mut cmd = Command::new(bin);
+    crate::harness::cleanup::die_with_parent(&mut cmd);
+    // passthrough_hp takes SOURCE MOUNTPOINT; the high-level examples mirror "/", the
+    // low-level one a source directory.
+    let file = if example.starts_with(HP_PASSTHROUGH) {
+        cmd.arg("--foreground");
+        if example == HP_NO_PASSTHROUGH {
+            cmd.arg("--nopassthrough");
+        }
+        cmd.arg(src);
+        mountpoint.join(file_name)
+    } else if example == "passthrough_ll" {
+        cmd.arg("-f");
+        cmd.arg("-o").arg(format!("source={}", src.display()));
+        mountpoint.join(file_name)
+    } else {
+        cmd.arg("-f");
+        let abs = src.join(file_name);
+        mountpoint.join(abs.strip_prefix("/").unwrap_or(&abs))
+    };
+    let child = cmd
+        .arg(mountpoint)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {example}"))?;
+    let tracked = crate::harness::cleanup::track_child(child.id());
+    let mut m = Mounted {
+        file,
+        mountpoint: Some(mountpoint.to_path_buf()),
+        child: Some(child),
+        _tracked: Some(tracked),
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !is_mounted(mountpoint) {
+        if Instant::now() > deadline {
+            let _ = m.stop_inner();
+            bail!("{example} did not mount within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(m)
 }
