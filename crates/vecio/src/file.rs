@@ -395,7 +395,8 @@ impl File {
             && iter.is_aligned(self.mem_mask + 1, self.offset_mask as usize + 1)
     }
 
-    /// Size of the file in bytes (`fstat`), or of the block device (`lseek(SEEK_END)`).
+    /// Size of the file in bytes (`fstat(2)`), or of the block device (`lseek(2)` with
+    /// `SEEK_END`).
     pub fn size(&self) -> std::io::Result<u64> {
         match self.kind {
             FileKind::Regular => Ok(rustix::fs::fstat(&self.fd)?.st_size as u64),

@@ -116,7 +116,7 @@ pub(super) fn measure(
                 start: Instant::now(),
                 file,
             });
-            if let Err((e, b)) = q.push_read(
+            if let Err(vecio::PushError { error: e, bufs: b }) = q.push_read(
                 &handles[file],
                 block * READ as u64,
                 bufs,
