@@ -2,6 +2,8 @@
 //! fio as a peer, scratch files, progress bars, result tables, system facts) and the
 //! experiments themselves, one per source document.
 
+#![warn(missing_docs)]
+
 pub mod cleanup;
 pub mod diskstat;
 pub mod fio;
