@@ -52,6 +52,7 @@ impl ServerProcess {
     pub fn start(mut cmd: Command, socket: &Path, log: &Path) -> Result<ServerProcess> {
         let name = cmd.get_program().to_string_lossy().into_owned();
         let out = File::options()
+            .read(true)
             .create(true)
             .append(true)
             .open(log)

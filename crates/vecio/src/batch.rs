@@ -34,7 +34,8 @@ pub(crate) struct Slot<'a> {
 /// use vecio::{Batch, EngineKind, File, IoIter, RwFlags};
 /// # fn main() -> vecio::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
-/// let file = File::options().write(true).create(true).open(dir.path().join("f"))?;
+/// let file = File::options().read(true).write(true).create(true)
+///     .open(dir.path().join("f"))?;
 /// let (a, b) = (vec![1u8; 4096], vec![2u8; 4096]);
 /// let segs = [IoSlice::new(&a), IoSlice::new(&b)];
 /// let mut engine = EngineKind::Uring.build()?;

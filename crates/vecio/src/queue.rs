@@ -99,7 +99,8 @@ pub struct Completion {
 /// use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
 /// # fn main() -> vecio::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
-/// let file = Arc::new(File::options().write(true).create(true).open(dir.path().join("f"))?);
+/// let file = File::options().read(true).write(true).create(true);
+/// let file = Arc::new(file.open(dir.path().join("f"))?);
 /// let mut queue = Queue::new(EngineKind::Uring.build()?);
 /// for i in 0..4u64 {
 ///     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(4096));

@@ -188,6 +188,7 @@ mod tests {
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let p = dir.path().join("f");
         let f = File::options()
+            .read(true)
             .write(true)
             .create(true)
             .direct(Direct::On)

@@ -244,6 +244,7 @@ fn dropping_a_queue_with_requests_in_flight_waits_for_them() {
     }
     let mut got = vec![0u8; 32 * BS];
     let file2 = File::options()
+        .read(true)
         .direct(Direct::Off)
         .open(dir.path().join("drop"))
         .unwrap();

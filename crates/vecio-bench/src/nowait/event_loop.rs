@@ -10,7 +10,7 @@ pub(super) fn raw_baseline(
     runtime: Duration,
     rng: &mut SmallRng,
 ) -> Result<Latency> {
-    let file = File::options().direct(Direct::Off).open(path)?;
+    let file = File::options().read(true).direct(Direct::Off).open(path)?;
     let mut h = histogram();
     let mut buf = vec![0u8; READ];
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
@@ -63,7 +63,9 @@ pub(super) fn measure(
     rng: &mut SmallRng,
 ) -> Result<Run> {
     let open = |p: &Path| -> Result<Arc<File>> {
-        Ok(Arc::new(File::options().direct(Direct::Off).open(p)?))
+        Ok(Arc::new(
+            File::options().read(true).direct(Direct::Off).open(p)?,
+        ))
     };
     let handles = [
         open(&files.paths[0])?,

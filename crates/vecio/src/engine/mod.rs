@@ -103,6 +103,13 @@ pub struct Counters {
 }
 
 /// The kinds of engine, for choosing one by name.
+///
+/// ```
+/// let kind: vecio::EngineKind = "uring".parse().unwrap();
+/// let engine = kind.build()?;
+/// assert_eq!(engine.name(), "uring");
+/// # Ok::<(), vecio::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum EngineKind {
     /// [`SerialEngine`].
