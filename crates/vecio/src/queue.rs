@@ -10,6 +10,7 @@ use crate::{AlignedBuf, Dir, File, PoolBuf, RwFlags};
 mod cmd;
 mod inflight;
 mod park;
+mod poll;
 mod unaligned;
 
 use inflight::{InFlight, Plan, SpareIovecs, Stage};
@@ -26,7 +27,8 @@ pub enum OwnedBuf {
 }
 
 impl OwnedBuf {
-    fn as_mut_slice(&mut self) -> &mut [u8] {
+    /// The buffer's bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match self {
             OwnedBuf::Aligned(b) => b,
             OwnedBuf::Pool(b) => b,
@@ -48,6 +50,16 @@ impl OwnedBuf {
             OwnedBuf::Pool(b) => Some(b.pool_id()),
             _ => None,
         }
+    }
+
+    /// The buffer's length.
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// True when the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -126,6 +138,8 @@ pub struct Queue {
     in_flight: usize,
     parked: park::Parked,
     spare_iov: SpareIovecs,
+    /// Ops handed to the engine so far (to see whether accounting pushed new ones).
+    ops_pushed: u64,
 }
 
 /// The error of a refused push, with the request's buffers handed back, so the caller can
@@ -188,6 +202,7 @@ impl Queue {
             in_flight: 0,
             parked: park::Parked::default(),
             spare_iov: SpareIovecs::default(),
+            ops_pushed: 0,
         }
     }
 
@@ -369,6 +384,7 @@ impl Queue {
         // for all completions.
         match unsafe { self.engine.push(op) } {
             Ok(()) => {
+                self.ops_pushed += 1;
                 if let Some(f) = self.slots[slot].as_mut() {
                     f.pending += 1;
                 }
@@ -423,9 +439,7 @@ impl Queue {
             self.retry_parked();
             let want_now = want.min(self.ready.len() + self.in_flight);
             if self.ready.len() >= want_now {
-                self.engine_wait(0)?;
-                self.collect();
-                return Ok(());
+                return self.flush();
             }
             if self.engine.in_flight() == 0 && self.refused.is_empty() {
                 // Only parked requests are left, held up by other threads: wait for them.
@@ -457,7 +471,22 @@ impl Queue {
                 source,
             })?;
         self.collect();
-        Ok(())
+        self.flush()
+    }
+
+    /// Hands the engine everything queued, collects, and goes again while collecting pushed
+    /// new ops (a stage's next step: the window write after the edge reads, say), so nothing
+    /// is left queued but unsubmitted when the caller goes off to wait elsewhere (on an
+    /// eventfd, a socket).
+    fn flush(&mut self) -> Result<()> {
+        loop {
+            let before = self.ops_pushed;
+            self.engine_wait(0)?;
+            self.collect();
+            if self.ops_pushed == before {
+                return Ok(());
+            }
+        }
     }
 
     fn engine_wait(&mut self, want: usize) -> Result<()> {

@@ -245,3 +245,50 @@ fn a_short_unaligned_read_at_end_of_file_stops_there() {
         assert_eq!(done[1].result.as_ref().ok(), Some(&0));
     });
 }
+
+#[test]
+fn an_eventfd_waiter_sees_every_stage_through() {
+    common::within_timeout("stages seen through an eventfd", || {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let dir = common::tempdir();
+        let file = direct_file(&dir);
+        let mut q = Queue::new(EngineKind::Uring.build().unwrap());
+        // SAFETY: eventfd returns a new descriptor this test owns (checked below).
+        let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        assert!(raw >= 0);
+        // SAFETY: raw is a fresh, open descriptor owned by nobody else.
+        let efd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
+        assert!(q.notify_on(efd.clone()).unwrap());
+        // Edge read, then the window write: the second op is pushed while reaping the first.
+        q.push_write(
+            &file,
+            100,
+            vec![OwnedBuf::Vec(vec![5; 10])],
+            RwFlags::empty(),
+            0,
+        )
+        .unwrap();
+        q.submit().unwrap();
+        let mut done = Vec::new();
+        q.reap(&mut done);
+        while done.is_empty() {
+            let mut pfd = libc::pollfd {
+                fd: efd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, 5000) };
+            assert_eq!(
+                n, 1,
+                "no completion was signalled: an op was left unsubmitted"
+            );
+            let mut count = [0u8; 8];
+            // SAFETY: reads 8 bytes into `count`.
+            unsafe { libc::read(efd.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
+            q.submit().unwrap();
+            q.reap(&mut done);
+        }
+        assert_eq!(done[0].result.as_ref().ok(), Some(&10));
+    });
+}
