@@ -8,6 +8,8 @@
 //! - [`report`]: the HTML and markdown report, its plots, its verdict, and `vecio bench
 //!   compare`.
 
+#![warn(missing_docs)]
+
 pub mod experiments;
 pub mod harness;
 pub mod report;

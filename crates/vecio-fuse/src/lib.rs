@@ -22,6 +22,8 @@
 //! # drop(unmounter); Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod abi;
 mod attr;
 mod creds;

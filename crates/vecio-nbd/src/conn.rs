@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 use vecio::{AlignedBuf, Completion, OwnedBuf, Queue, RwFlags};
 
-use crate::bufs::Buffers;
 use crate::check::{check, Limits};
 use crate::error::{Error, Malformed, Result};
 use crate::export::Export;
@@ -33,6 +32,7 @@ use crate::proto::{self, cmd, errno, nbd_errno, CmdFlags, Request};
 use crate::recv::{Inbox, Msg, Recv};
 use crate::send::Outbox;
 use crate::stream::{wait, ShutdownHandle, Stream};
+use vecio::{BufPool, BufPoolOptions};
 
 /// Bytes of request buffers a connection may hold before it stops reading requests (one
 /// more request of up to the maximum payload may still be admitted).
@@ -80,7 +80,7 @@ pub(crate) struct Conn {
     queue: Queue,
     rx: Inbox,
     tx: Outbox,
-    bufs: Buffers,
+    bufs: BufPool,
     pending: Vec<Option<Pending>>,
     free_slots: Vec<usize>,
     in_flight: usize,
@@ -106,7 +106,7 @@ impl Conn {
             structured: session.structured,
             meta: session.meta.is_some(),
         };
-        let bufs = Buffers::new(export.buf_align());
+        let bufs = BufPool::new(BufPoolOptions::aligned(export.buf_align()));
         Ok(Conn {
             id,
             stream,
@@ -162,8 +162,10 @@ impl Conn {
                 }
             }
             let read = self.closing.is_none() && (self.can_admit() || self.rx.in_payload());
-            if read && self.stream.buffered() {
-                continue; // TLS holds decrypted requests: no need to wait on the socket
+            if read && (self.stream.buffered() || self.rx.holds_request()) {
+                // TLS holds decrypted requests, or requests read while the connection could
+                // take no more are still in the read buffer: no need to wait on the socket.
+                continue;
             }
             let write = unsent;
             let timeout = self.closing.map(|_| Duration::from_millis(100));
@@ -294,7 +296,7 @@ impl Conn {
         let slot = self.slot(req, 0, 0);
         let file = self.export.file().clone();
         let bufs = vec![OwnedBuf::Aligned(buf)];
-        if let Err((e, bufs)) =
+        if let Err(vecio::PushError { error: e, bufs }) =
             self.queue
                 .push_read(&file, req.offset, bufs, RwFlags::empty(), slot as u64)
         {
@@ -310,13 +312,9 @@ impl Conn {
     }
 
     fn push_write(&mut self, req: Request, buf: AlignedBuf, done: u32, retries: u8) -> Result<()> {
+        // An unaligned write is a read-modify-write inside the queue (edge reads, then the
+        // window), waiting there, not here, for requests over its blocks: nothing drains.
         let offset = req.offset + done as u64;
-        let aligned = self.export.is_aligned(offset, buf.len() as u64);
-        if !aligned {
-            // Served at once by read-modify-write: nothing of ours may hold range locks
-            // while it waits for its exclusive one.
-            self.drain()?;
-        }
         let flags = if req.cmd_flags().contains(CmdFlags::FUA) {
             RwFlags::DSYNC
         } else {
@@ -325,9 +323,9 @@ impl Conn {
         let slot = self.slot(req, done, retries);
         let file = self.export.file().clone();
         let bufs = vec![OwnedBuf::Aligned(buf)];
-        if let Err((e, bufs)) = self
-            .queue
-            .push_write(&file, offset, bufs, flags, slot as u64)
+        if let Err(vecio::PushError { error: e, bufs }) =
+            self.queue
+                .push_write(&file, offset, bufs, flags, slot as u64)
         {
             self.unslot(slot);
             self.give_back(bufs);

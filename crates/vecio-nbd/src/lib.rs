@@ -18,7 +18,6 @@
 
 #![warn(missing_docs)]
 
-mod bufs;
 mod check;
 mod conn;
 mod error;

@@ -1,6 +1,6 @@
 //! The NBD wire format (the NBD project's `doc/proto.md`): magic numbers, option, reply,
 //! command and flag values, and pure encode/decode functions. No I/O happens here; every
-//! decoder takes bytes and returns a value or a [`Malformed`] reason, never panics.
+//! decoder takes bytes and returns a value or a [`Malformed`](crate::Malformed) reason, never panics.
 //!
 //! All integers on the wire are big-endian.
 

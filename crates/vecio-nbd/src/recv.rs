@@ -76,6 +76,12 @@ impl Inbox {
         self.end - self.start
     }
 
+    /// True when a whole request header waits in the read buffer (read from the socket while
+    /// the connection could take no more requests): the socket may have nothing more to say.
+    pub(crate) fn holds_request(&self) -> bool {
+        matches!(self.state, State::Header) && self.buffered() >= REQUEST_LEN
+    }
+
     /// True while a write's payload is being received or skipped.
     pub(crate) fn in_payload(&self) -> bool {
         !matches!(self.state, State::Header)

@@ -94,7 +94,7 @@ impl Drop for Listener {
     }
 }
 
-/// An NBD server of one [`Export`] (see the [module docs](self)).
+/// An NBD server of one [`Export`] (see the crate documentation).
 pub struct Server {
     export: Arc<Export>,
     opts: ServerOptions,

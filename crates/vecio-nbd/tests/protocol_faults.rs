@@ -155,7 +155,8 @@ fn a_client_that_does_not_read_does_not_stall_others() {
     let mut greedy = Raw::connect(&srv.socket, true);
     greedy.s.set_nonblocking(true).unwrap();
     let mut sent = 0u64;
-    // Requests for 256 MiB of replies; the socket fills long before.
+    // Requests for 256 MiB of replies; the reply side of the socket fills long before, and the
+    // requests the server cannot take yet wait in its read buffer.
     for i in 0..256u64 {
         let r = proto::Request {
             flags: 0,
@@ -164,9 +165,17 @@ fn a_client_that_does_not_read_does_not_stall_others() {
             offset: (i % 16) << 20,
             len: 1 << 20,
         };
-        match greedy.s.write(&r.encode()) {
+        let wire = r.encode();
+        match greedy.s.write(&wire) {
             Ok(28) => sent += 1,
-            _ => break,
+            Ok(n) => {
+                // A partial write on a full socket: finish the request, blocking.
+                greedy.s.set_nonblocking(false).unwrap();
+                greedy.s.write_all(&wire[n..]).unwrap();
+                sent += 1;
+                break;
+            }
+            Err(_) => break,
         }
     }
     assert!(sent > 16);

@@ -6,9 +6,9 @@
 //! The page cache never serves these bytes: edges are read with direct I/O too, so there is
 //! nothing to flush or invalidate.
 
-use crate::batch::window_end;
 use crate::batch::Slot;
 use crate::engine::{Cqe, Engine, Op};
+use crate::request::{window_end, Progress, Step};
 use crate::{AlignedBuf, Dir, RwFlags};
 
 /// Writes what is left of `slot` by read-modify-write of its aligned window. Returns the
@@ -96,25 +96,23 @@ pub(crate) fn rmw_write(
     let copied = slot.iter.dup().copy_to_slice(&mut buf[head..head + len]);
     debug_assert_eq!(copied, len);
 
-    // Write the whole window, resuming short writes.
-    let mut written = 0usize;
-    let mut stop = None;
-    while written < window {
+    // Write the whole window, resuming short writes (the request core's rules).
+    let mut at = Progress::new(start, Dir::Source);
+    let stop = loop {
+        let written = at.done;
         let iov = libc::iovec {
             // SAFETY: written < window, so the pointer stays inside buf.
             iov_base: unsafe { buf.as_mut_ptr().add(written) }.cast(),
             iov_len: window - written,
         };
-        let op = slot_op(slot, start + written as u64, &iov, Dir::Source, 0);
-        match run_one(engine, op)? {
-            r if r < 0 => {
-                stop = Some(-r as i32);
-                break;
-            }
-            0 => break,
-            r => written += r as usize,
+        let op = slot_op(slot, at.offset, &iov, Dir::Source, 0);
+        match at.account_result(run_one(engine, op)?, window - written) {
+            Step::Resume => continue,
+            Step::Done { error, .. } => break error,
+            Step::Failed(errno) => break Some(errno),
         }
-    }
+    };
+    let (written, mut stop) = (at.done, stop);
     let user = written.saturating_sub(head).min(len);
     let new_end = start + written as u64;
     if new_end > size && new_end > offset + user as u64 {

@@ -1,20 +1,10 @@
 //! [`Batch`]: many requests submitted together and waited on together (documented on the type).
 
 use crate::engine::{Cqe, Engine, Op, IOV_MAX};
-use crate::error::{Error, Invalid, Result};
+use crate::error::{Error, Result};
 use crate::rangelock::RangeGuard;
+use crate::request::{validate, window_end, Progress, Step};
 use crate::{align, AlignedBuf, Dir, File, IoIter, RwFlags};
-
-/// Largest file offset a request may reach (`loff_t` is signed).
-pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
-
-/// The end of the aligned window around a request ending at `end`, for block size `bs`, kept
-/// at or below the largest offset a file can have.
-pub(crate) fn window_end(end: u64, bs: u64) -> u64 {
-    end.div_ceil(bs)
-        .saturating_mul(bs)
-        .min(MAX_OFFSET / bs * bs)
-}
 
 pub(crate) struct Slot<'a> {
     pub(crate) file: &'a File,
@@ -44,7 +34,8 @@ pub(crate) struct Slot<'a> {
 /// use vecio::{Batch, EngineKind, File, IoIter, RwFlags};
 /// # fn main() -> vecio::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
-/// let file = File::options().write(true).create(true).open(dir.path().join("f"))?;
+/// let file = File::options().read(true).write(true).create(true)
+///     .open(dir.path().join("f"))?;
 /// let (a, b) = (vec![1u8; 4096], vec![2u8; 4096]);
 /// let segs = [IoSlice::new(&a), IoSlice::new(&b)];
 /// let mut engine = EngineKind::Uring.build()?;
@@ -87,7 +78,9 @@ impl<'a> Batch<'a> {
     /// `offset`, with `flags` added to the file's own. Returns the request's index.
     pub fn push(&mut self, file: &'a File, offset: u64, iter: IoIter<'a>, flags: RwFlags) -> usize {
         let index = self.slots.len();
-        let outcome = validate(file, index, offset, &iter).err().map(Err);
+        let outcome = validate(file, index, offset, iter.len(), iter.dir())
+            .err()
+            .map(Err);
         self.slots.push(Slot {
             file,
             index,
@@ -166,7 +159,16 @@ impl<'a> Batch<'a> {
             self.ops = ops;
             return Ok(());
         }
-        let _guards = self.lock_direct_ranges();
+        let _guards = match self.lock_direct_ranges() {
+            Ok(guards) => guards,
+            Err(file_id) => {
+                // This thread's own queued requests hold blocks of that file in the way:
+                // its requests fail with EDEADLK rather than wait forever.
+                self.refuse_round(file_id);
+                self.ops = ops;
+                return Ok(());
+            }
+        };
         let n = self.op_len.len();
         self.op_res.clear();
         self.op_res.resize(n, i64::MIN);
@@ -219,13 +221,18 @@ impl<'a> Batch<'a> {
 
     /// Shared range locks over this round's direct-I/O ranges, so no read-modify-write of an
     /// unaligned edge can interleave with a write of the same block, and no read sees the
-    /// block-padded size an extending read-modify-write has for a moment.
-    fn lock_direct_ranges(&self) -> Vec<RangeGuard<'a>> {
+    /// block-padded size an extending read-modify-write has for a moment. `Err(file id)` when
+    /// waiting for a file's ranges could never end (the thread's own queued requests hold
+    /// them exclusive).
+    fn lock_direct_ranges(&self) -> std::result::Result<Vec<RangeGuard<'a>>, u64> {
         let mut guards = Vec::new();
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         let mut files: Vec<&'a File> = Vec::new();
-        let live = |s: &Slot<'a>| s.outcome.is_none() && s.nr_ops > 0 && s.file.is_direct();
-        for s in self.slots.iter().filter(|s| live(s)) {
+        for s in self
+            .slots
+            .iter()
+            .filter(|s| s.in_round() && s.file.is_direct())
+        {
             if !files.iter().any(|f| f.id() == s.file.id()) {
                 files.push(s.file);
             }
@@ -235,13 +242,24 @@ impl<'a> Batch<'a> {
             for s in self
                 .slots
                 .iter()
-                .filter(|s| live(s) && s.file.id() == f.id())
+                .filter(|s| s.in_round() && s.file.id() == f.id())
             {
                 ranges.push((s.offset, s.offset + s.iter.len() as u64));
             }
-            guards.push(f.locks.shared(&ranges));
+            guards.push(f.locks.shared(&ranges).map_err(|_| f.id())?);
         }
-        guards
+        Ok(guards)
+    }
+
+    /// Ends this round's requests on `file_id` with `EDEADLK`; the others go again next round.
+    fn refuse_round(&mut self, file_id: u64) {
+        for s in self.slots.iter_mut().filter(|s| s.in_round()) {
+            if s.file.id() == file_id {
+                s.bounce = None;
+                s.account(0, Some(libc::EDEADLK as i64));
+            }
+            s.nr_ops = 0;
+        }
     }
 }
 
@@ -276,29 +294,6 @@ fn engine_error(name: &'static str, e: &std::io::Error) -> Error {
     Error::Engine {
         engine: name,
         source,
-    }
-}
-
-fn validate(file: &File, request: usize, offset: u64, iter: &IoIter<'_>) -> Result<()> {
-    let invalid = |reason| Error::Invalid {
-        path: file.shared_path(),
-        request,
-        offset,
-        reason,
-    };
-    if iter.is_empty() {
-        return Err(invalid(Invalid::Empty));
-    }
-    if offset
-        .checked_add(iter.len() as u64)
-        .is_none_or(|end| end > MAX_OFFSET)
-    {
-        return Err(invalid(Invalid::Overflow));
-    }
-    match iter.dir() {
-        Dir::Dest if !file.is_readable() => Err(invalid(Invalid::NotReadable)),
-        Dir::Source if !file.is_writable() => Err(invalid(Invalid::NotWritable)),
-        _ => Ok(()),
     }
 }
 
@@ -380,36 +375,32 @@ impl<'a> Slot<'a> {
         self.account(n, err);
     }
 
-    /// Moves the request on by `n` bytes and decides whether it is finished.
+    /// Moves the request on by `n` bytes and decides whether it is finished (the request
+    /// core's rules; a short read that reached the end of the file is finished too).
     pub(crate) fn account(&mut self, n: usize, err: Option<i64>) {
+        let rest = self.iter.len();
         self.iter.advance(n);
-        self.done += n;
-        self.offset += n as u64;
-        if self.iter.is_empty() {
-            self.outcome = Some(Ok(self.done));
-        } else if let Some(errno) = err {
-            self.outcome = Some(if self.done > 0 {
-                Ok(self.done)
-            } else {
-                Err(self.errno(errno as i32))
-            });
-        } else if n == 0 {
-            self.outcome = Some(match (self.iter.dir(), self.done) {
-                (Dir::Source, 0) => Err(self.errno(libc::EIO)),
-                _ => Ok(self.done),
-            });
-        } else if self.iter.dir() == Dir::Dest && self.at_eof() {
-            // A short read that reached the end of the file: done, without another round
-            // whose only news would be a zero-byte read (one more trip to the device for a
-            // direct file).
-            self.outcome = Some(Ok(self.done));
-        }
+        let mut at = Progress {
+            done: self.done,
+            offset: self.offset,
+            dir: self.iter.dir(),
+        };
+        let step = at.account(n, err.map(|e| e as i32), rest);
+        let errno_at = self.offset;
+        (self.done, self.offset) = (at.done, at.offset);
+        self.outcome = match step {
+            Step::Resume if at.at_eof(self.file) => Some(Ok(self.done)),
+            Step::Resume => None,
+            Step::Done { bytes, .. } => Some(Ok(bytes)),
+            Step::Failed(errno) => Some(Err(self
+                .file
+                .request_error(self.index, errno_at, self.flags, errno))),
+        };
     }
 
-    /// True when the request's offset is at or past the end of a regular file (`fstat`).
-    fn at_eof(&self) -> bool {
-        self.file.kind() == crate::FileKind::Regular
-            && self.file.size().is_ok_and(|size| self.offset >= size)
+    /// True when the request has ops in the round being planned.
+    fn in_round(&self) -> bool {
+        self.outcome.is_none() && self.nr_ops > 0
     }
 
     fn finish_err(&self, e: Error) -> Result<usize> {
@@ -418,11 +409,6 @@ impl<'a> Slot<'a> {
         } else {
             Err(e)
         }
-    }
-
-    fn errno(&self, errno: i32) -> Error {
-        self.file
-            .request_error(self.index, self.offset, self.flags, errno)
     }
 }
 

@@ -11,6 +11,13 @@ use std::sync::{Arc, Mutex};
 pub const PAGE_SIZE: usize = 4096;
 
 /// A zero-filled heap buffer whose start is aligned to a power of two.
+///
+/// ```
+/// let mut buf = vecio::AlignedBuf::new(5000, 512);
+/// assert_eq!(buf.as_ptr() as usize % 512, 0);
+/// assert_eq!((buf.len(), buf.capacity()), (5000, 5120));
+/// buf[..5].copy_from_slice(b"hello");
+/// ```
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -121,6 +128,15 @@ impl PoolRegion {
 
 /// A fixed region of page-aligned chunks, allocated once. io_uring engines can register the
 /// region as one fixed buffer, so requests over it skip per-call page pinning.
+///
+/// ```
+/// let pool = vecio::PagePool::new(64 * 1024, 8); // eight 64 KiB chunks
+/// let mut engine = vecio::EngineKind::Uring.build()?;
+/// engine.register_pool(&pool).ok(); // fixed buffers where the engine has them
+/// let chunk = pool.get().expect("a free chunk");
+/// assert!(pool.contains(chunk.as_ptr() as usize, chunk.len()));
+/// # Ok::<(), vecio::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct PagePool {
     region: Arc<PoolRegion>,

@@ -148,14 +148,6 @@ impl From<Error> for io::Error {
     }
 }
 
-impl From<(Error, Vec<crate::OwnedBuf>)> for Error {
-    /// The error of a refused [`Queue`](crate::Queue) push, dropping the buffers it handed
-    /// back, so `queue.push_read(...)?` works in a function returning [`Result`].
-    fn from((e, _bufs): (Error, Vec<crate::OwnedBuf>)) -> Error {
-        e
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

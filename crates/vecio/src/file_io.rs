@@ -12,9 +12,9 @@
 
 use std::io::{IoSlice, IoSliceMut};
 
-use crate::batch::MAX_OFFSET;
 use crate::engine::{syscall, SyncEngine, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
+use crate::request::{Progress, Step, MAX_OFFSET};
 use crate::{Batch, Dir, File, IoIter, RwFlags};
 
 impl File {
@@ -169,7 +169,9 @@ impl File {
         match iter.single() {
             Some((base, len)) if self.is_direct() => {
                 // As in Batch: no read-modify-write may interleave with this range.
-                let _guard = self.locks.shared(&[(offset, offset + len as u64)]);
+                let Ok(_guard) = self.locks.shared(&[(offset, offset + len as u64)]) else {
+                    return Err(self.request_error(0, offset, flags, libc::EDEADLK));
+                };
                 self.single_at(iter.dir(), base, len, offset, flags)
             }
             Some((base, len)) => self.single_at(iter.dir(), base, len, offset, flags),
@@ -185,14 +187,13 @@ impl File {
     /// resumed.
     fn vectored_at(&self, mut iter: IoIter<'_>, offset: u64, flags: RwFlags) -> Result<usize> {
         let mut scratch = Vec::new();
-        let mut done = 0usize;
-        while !iter.is_empty() {
-            let at = offset + done as u64;
+        let mut at = Progress::new(offset, iter.dir());
+        loop {
             let iov = iter.iovecs(&mut scratch);
             let op = crate::engine::Op {
                 fd: self.raw_fd(),
                 file_id: self.id(),
-                offset: at,
+                offset: at.offset,
                 iov: iov.as_ptr(),
                 nr_segs: iov.len() as u32,
                 len: iter.len(),
@@ -204,23 +205,13 @@ impl File {
                 cmd: crate::engine::Cmd::Rw,
             };
             let r = crate::engine::syscall::vectored(&op);
-            if r < 0 {
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(self.request_error(0, at, flags, -r as i32))
-                };
+            let (rest, before) = (iter.len(), at.offset);
+            iter.advance(r.max(0) as usize);
+            match at.account_result(r, rest) {
+                Step::Resume => continue,
+                step => return step.into_result(self, 0, before, flags),
             }
-            if r == 0 {
-                return match (iter.dir(), done) {
-                    (Dir::Source, 0) => Err(self.request_error(0, at, flags, libc::EIO)),
-                    _ => Ok(done),
-                };
-            }
-            iter.advance(r as usize);
-            done += r as usize;
         }
-        Ok(done)
     }
 
     /// One buffer, one system call per pass; short transfers resumed.
@@ -233,31 +224,27 @@ impl File {
         offset: u64,
         flags: RwFlags,
     ) -> Result<usize> {
-        let mut done = 0usize;
-        while done < len {
-            let at = offset + done as u64;
+        let mut at = Progress::new(offset, dir);
+        loop {
+            let done = at.done;
             // SAFETY: done < len, so base + done..base + len lies in the buffer the caller lent
             // for this call; the descriptor is this file's. EINTR is retried inside.
             let r = unsafe {
-                syscall::single(self.raw_fd(), dir, flags, base.add(done), len - done, at)
+                syscall::single(
+                    self.raw_fd(),
+                    dir,
+                    flags,
+                    base.add(done),
+                    len - done,
+                    at.offset,
+                )
             };
-            if r < 0 {
-                let errno = -r as i32;
-                return if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(self.request_error(0, at, flags, errno))
-                };
+            let before = at.offset;
+            match at.account_result(r, len - done) {
+                Step::Resume => continue,
+                step => return step.into_result(self, 0, before, flags),
             }
-            if r == 0 {
-                return match (dir, done) {
-                    (Dir::Source, 0) => Err(self.request_error(0, at, flags, libc::EIO)),
-                    _ => Ok(done),
-                };
-            }
-            done += r as usize;
         }
-        Ok(done)
     }
 
     #[cold]

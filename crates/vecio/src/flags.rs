@@ -7,6 +7,16 @@ bitflags! {
     ///
     /// The values are the kernel's. A flag the file or kernel refuses is reported as
     /// [`Error::Unsupported`](crate::Error::Unsupported), never dropped.
+    ///
+    /// ```
+    /// use vecio::{File, RwFlags};
+    /// # fn main() -> vecio::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let file = File::options().write(true).create(true).open(dir.path().join("f"))?;
+    /// // This one write is durable when it returns (O_DSYNC for one call).
+    /// file.writev_at(&[std::io::IoSlice::new(b"journal")], 0, RwFlags::DSYNC)?;
+    /// # Ok(()) }
+    /// ```
     #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
     pub struct RwFlags: u32 {
         /// `RWF_HIPRI`: high-priority request, polled where the device supports it.

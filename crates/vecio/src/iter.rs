@@ -47,6 +47,17 @@ enum Repr<'a> {
 /// The iterator keeps a window over the buffers: `advance` moves its start, `truncate` its end
 /// (the `iov_shorten` semantics: whole trailing segments drop out, the last one is cut), and
 /// `revert` moves the start back. The caller's array is never modified.
+///
+/// ```
+/// use std::io::IoSliceMut;
+/// use vecio::{Dir, IoIter};
+/// let (mut a, mut b) = ([0u8; 10], [0u8; 20]);
+/// let mut segs = [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)];
+/// let mut it = IoIter::readv_into(&mut segs);
+/// assert_eq!((it.len(), it.nr_segs(), it.dir()), (30, 2, Dir::Dest));
+/// it.advance(12); // a short transfer: 12 bytes done
+/// assert_eq!((it.len(), it.consumed()), (18, 12));
+/// ```
 pub struct IoIter<'a> {
     repr: Repr<'a>,
     dir: Dir,

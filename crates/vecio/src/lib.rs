@@ -41,6 +41,7 @@
 mod align;
 mod batch;
 mod buf;
+mod bufpool;
 pub mod engine;
 mod error;
 mod fastread;
@@ -50,11 +51,13 @@ mod flags;
 mod iter;
 mod queue;
 mod rangelock;
+mod request;
 mod space;
 mod threadpool;
 
 pub use batch::Batch;
 pub use buf::{AlignedBuf, PagePool, PoolBuf, PAGE_SIZE};
+pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
 pub use fastread::{
@@ -63,7 +66,7 @@ pub use fastread::{
 pub use file::{AlignSource, DioAlign, Direct, File, FileKind, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter, IterKind};
-pub use queue::{Completion, OwnedBuf, Queue};
+pub use queue::{Completion, OwnedBuf, PushError, Queue};
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
 pub use threadpool::{Job, ThreadPool, WhenFull};

@@ -2,11 +2,18 @@
 
 use std::sync::Arc;
 
-use crate::engine::{Cmd, Cqe, Engine, Op, SyncEngine, IOV_MAX};
+use crate::engine::{Cmd, Cqe, Engine, Op, IOV_MAX};
+use crate::error::{Error, Result};
+use crate::request::{validate, Progress, Step};
+use crate::{AlignedBuf, Dir, File, PoolBuf, RwFlags};
 
 mod cmd;
-use crate::error::{Error, Invalid, Result};
-use crate::{AlignedBuf, Batch, Dir, File, IoIter, PoolBuf, RwFlags};
+mod inflight;
+mod park;
+mod poll;
+mod unaligned;
+
+use inflight::{InFlight, Plan, SpareIovecs, Stage};
 
 /// A buffer a [`Queue`] request owns while in flight.
 pub enum OwnedBuf {
@@ -20,7 +27,8 @@ pub enum OwnedBuf {
 }
 
 impl OwnedBuf {
-    fn as_mut_slice(&mut self) -> &mut [u8] {
+    /// The buffer's bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match self {
             OwnedBuf::Aligned(b) => b,
             OwnedBuf::Pool(b) => b,
@@ -43,6 +51,16 @@ impl OwnedBuf {
             _ => None,
         }
     }
+
+    /// The buffer's length.
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// True when the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A finished [`Queue`] request.
@@ -54,68 +72,51 @@ pub struct Completion {
     /// When `result` is `Ok(n)` short of the request because the kernel failed after `n`
     /// bytes, that failure (at the offset where it happened), so a server need not re-push
     /// the tail to learn the errno. `None` when the request completed, stopped at end of file,
-    /// or failed outright (then `result` is the error). Requests served by the blocking path
-    /// (unaligned direct ones) report `None` here for now.
+    /// or failed outright (then `result` is the error).
     pub stopped_by: Option<Error>,
     /// The request's buffers, handed back.
     pub bufs: Vec<OwnedBuf>,
 }
 
-struct InFlight {
-    file: Arc<File>,
-    user_data: u64,
-    /// Offset of what is left.
-    offset: u64,
-    dir: Dir,
-    flags: RwFlags,
-    bufs: Vec<OwnedBuf>,
-    /// What is left, as iovecs into `bufs` (trimmed from the front as bytes complete).
-    iov: Vec<libc::iovec>,
-    first: usize,
-    done: usize,
-    pool: Option<u64>,
-    /// Shared range-lock ticket of a direct request.
-    ticket: Option<u64>,
-    /// A read or write, or a whole-file command (fsync, fallocate).
-    cmd: Cmd,
-    /// A command's length (fallocate).
-    cmd_len: usize,
-}
-
-// SAFETY: the iovecs point into `bufs`, which the InFlight owns; moving it between threads
-// moves that ownership along.
-unsafe impl Send for InFlight {}
-
 /// Many requests in flight from one thread.
 ///
 /// `Queue`: the completion API for servers that keep many requests in flight from one thread:
 /// push requests with buffers the queue owns until they complete, submit, reap completions.
+/// `push` never blocks.
 ///
 /// Buffers are moved into the queue and handed back with the completion, so no request can
 /// outlive its memory (forgetting a `Queue` leaks its buffers rather than freeing memory the
-/// kernel still writes). Aligned requests go to the engine as they are; a request the file's
-/// direct-I/O alignment refuses, or one of more than `IOV_MAX` buffers, is served at once by the
-/// blocking [`Batch`] path and its completion is ready at the next reap.
+/// kernel still writes). Aligned requests go to the engine as they are. A request the file's
+/// direct-I/O alignment refuses goes through the engine in stages: a read through an aligned
+/// bounce window; a write as a read-modify-write (edge blocks read, then the window written).
+/// A request of more than `IOV_MAX` buffers goes in several ops, one after the other.
+///
+/// A `Queue` is `Send`: it may move to another thread between calls (a runtime's worker, say).
+/// Its range-lock holds belong to the thread that took them, so move it only while
+/// [`is_empty`](Self::is_empty).
 ///
 /// # Locking
 ///
-/// A direct request holds its range of the file's range lock shared from push until it is
-/// reaped. A blocking call on the same thread that needs those blocks exclusive (an unaligned
-/// [`File::write_at`] on a direct file, `RWF_APPEND` at the end block) fails with `EDEADLK`
-/// instead of waiting on requests only this thread can reap; reap first. An unaligned request
-/// pushed here drains this queue before it runs, so it never conflicts with the queue's own
-/// requests (a second queue on the same thread gets `EDEADLK` in that request's completion).
+/// A direct request holds its range of the file's range lock from the moment it starts until
+/// it is reaped: shared for aligned requests and reads, exclusive over the aligned window for a
+/// read-modify-write. A request whose range is held in a conflicting way is parked in the queue
+/// (never waited on in `push`) and starts, in order of arrival, once the range is free; a
+/// blocking call on the same thread that needs blocks this thread's queued requests hold in a
+/// conflicting way (an unaligned [`File::write_at`] on a direct file, `RWF_APPEND`, a blocking
+/// read under a queued read-modify-write) fails with `EDEADLK` instead of waiting on requests
+/// only this thread can reap: reap first. See `docs/engine.md`, "Locking rules".
 ///
 /// ```
 /// use std::sync::Arc;
 /// use vecio::{AlignedBuf, EngineKind, File, OwnedBuf, Queue, RwFlags};
 /// # fn main() -> vecio::Result<()> {
 /// # let dir = tempfile::tempdir().unwrap();
-/// let file = Arc::new(File::options().write(true).create(true).open(dir.path().join("f"))?);
+/// let file = File::options().read(true).write(true).create(true);
+/// let file = Arc::new(file.open(dir.path().join("f"))?);
 /// let mut queue = Queue::new(EngineKind::Uring.build()?);
 /// for i in 0..4u64 {
 ///     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(4096));
-///     queue.push_write(&file, i * 4096, vec![buf], RwFlags::empty(), i).map_err(|(e, _)| e)?;
+///     queue.push_write(&file, i * 4096, vec![buf], RwFlags::empty(), i)?;
 /// }
 /// queue.submit_and_wait(4)?;
 /// let mut done = Vec::new();
@@ -131,10 +132,62 @@ pub struct Queue {
     free: Vec<usize>,
     ready: Vec<Completion>,
     cqes: Vec<Cqe>,
+    /// Completions of ops the engine refused at push, handled with the engine's own.
+    refused: Vec<Cqe>,
+    /// Requests pushed and not yet finished (parked or in the engine).
     in_flight: usize,
-    /// iovec arrays of finished requests, for the next ones.
-    spare_iov: Vec<Vec<libc::iovec>>,
+    parked: park::Parked,
+    spare_iov: SpareIovecs,
+    /// Ops handed to the engine so far (to see whether accounting pushed new ones).
+    ops_pushed: u64,
 }
+
+/// The error of a refused push, with the request's buffers handed back, so the caller can
+/// retry or reuse them. Converts into [`Error`] (dropping the buffers) for `?`.
+pub struct PushError {
+    /// What was wrong.
+    pub error: Error,
+    /// The request's buffers.
+    pub bufs: Vec<OwnedBuf>,
+}
+
+impl std::fmt::Debug for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushError")
+            .field("error", &self.error)
+            .field("bufs", &self.bufs.len())
+            .finish()
+    }
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for PushError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<PushError> for Error {
+    fn from(e: PushError) -> Error {
+        e.error
+    }
+}
+
+impl From<PushError> for std::io::Error {
+    fn from(e: PushError) -> std::io::Error {
+        e.error.into()
+    }
+}
+
+const _: () = {
+    const fn is_send<T: Send>() {}
+    is_send::<Queue>();
+};
 
 impl Queue {
     /// A queue over `engine`.
@@ -145,8 +198,11 @@ impl Queue {
             free: Vec::new(),
             ready: Vec::new(),
             cqes: Vec::new(),
+            refused: Vec::new(),
             in_flight: 0,
-            spare_iov: Vec::new(),
+            parked: park::Parked::default(),
+            spare_iov: SpareIovecs::default(),
+            ops_pushed: 0,
         }
     }
 
@@ -165,6 +221,11 @@ impl Queue {
         self.len() == 0
     }
 
+    /// Requests waiting for a range of their file that other requests hold (see "Locking").
+    pub fn parked(&self) -> usize {
+        self.parked.len()
+    }
+
     /// Queues a read of `file` at `offset` into `bufs`. On error the buffers come back.
     pub fn push_read(
         &mut self,
@@ -173,7 +234,7 @@ impl Queue {
         bufs: Vec<OwnedBuf>,
         flags: RwFlags,
         user_data: u64,
-    ) -> std::result::Result<(), (Error, Vec<OwnedBuf>)> {
+    ) -> std::result::Result<(), PushError> {
         self.push(file, offset, bufs, Dir::Dest, flags, user_data)
     }
 
@@ -185,7 +246,7 @@ impl Queue {
         bufs: Vec<OwnedBuf>,
         flags: RwFlags,
         user_data: u64,
-    ) -> std::result::Result<(), (Error, Vec<OwnedBuf>)> {
+    ) -> std::result::Result<(), PushError> {
         self.push(file, offset, bufs, Dir::Source, flags, user_data)
     }
 
@@ -197,11 +258,9 @@ impl Queue {
         dir: Dir,
         flags: RwFlags,
         user_data: u64,
-    ) -> std::result::Result<(), (Error, Vec<OwnedBuf>)> {
+    ) -> std::result::Result<(), PushError> {
         let flags = flags | file.base_flags();
-        // iovec arrays are recycled from finished requests: no allocation per request.
-        let mut iov = self.spare_iov.pop().unwrap_or_default();
-        iov.clear();
+        let mut iov = self.spare_iov.take();
         iov.extend(
             bufs.iter_mut()
                 .map(OwnedBuf::as_mut_slice)
@@ -212,159 +271,129 @@ impl Queue {
                 }),
         );
         let len: usize = iov.iter().map(|v| v.iov_len).sum();
-        let invalid = |reason| Error::Invalid {
-            path: file.shared_path(),
-            request: 0,
-            offset,
-            reason,
-        };
-        if len == 0 {
-            return Err((invalid(Invalid::Empty), bufs));
-        }
-        match dir {
-            Dir::Dest if !file.is_readable() => return Err((invalid(Invalid::NotReadable), bufs)),
-            Dir::Source if !file.is_writable() => {
-                return Err((invalid(Invalid::NotWritable), bufs))
-            }
-            _ => {}
-        }
-        if offset
-            .checked_add(len as u64)
-            .is_none_or(|e| e > crate::batch::MAX_OFFSET)
-        {
-            return Err((invalid(Invalid::Overflow), bufs));
+        if let Err(error) = validate(file, 0, offset, len, dir) {
+            self.spare_iov.put(iov);
+            return Err(PushError { error, bufs });
         }
         let pool = bufs.first().and_then(OwnedBuf::pool_id);
         let pool = pool.filter(|p| bufs.iter().all(|b| b.pool_id() == Some(*p)));
-        if !self.engine_can_take(file, offset, &iov, len, flags) {
-            self.run_blocking(file, offset, bufs, dir, flags, user_data);
-            return Ok(());
-        }
-        let ticket = file
-            .is_direct()
-            .then(|| file.locks.shared_ticket(&[(offset, offset + len as u64)]));
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
-        self.slots[slot] = Some(InFlight {
+        let plan = plan_for(file, offset, &iov, len, dir, flags);
+        let slot = self.new_slot(InFlight {
             file: file.clone(),
             user_data,
-            offset,
-            dir,
+            at: Progress::new(offset, dir),
             flags,
             bufs,
             iov,
             first: 0,
-            done: 0,
             pool,
-            ticket,
-            cmd: Cmd::Rw,
-            cmd_len: 0,
+            ticket: None,
+            stage: Stage::Parked,
+            plan,
+            pending: 0,
+            op_iov: Vec::new(),
         });
-        self.in_flight += 1;
-        if let Err(e) = self.issue(slot) {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            if let Some(f) = self.take(slot) {
-                return Err((f.file.request_error(0, offset, flags, errno), f.bufs));
-            }
-        }
-        Ok(())
+        self.admit(slot);
+        self.take_back_if_refused(slot)
     }
 
-    fn engine_can_take(
-        &self,
-        file: &File,
-        offset: u64,
-        iov: &[libc::iovec],
-        len: usize,
-        flags: RwFlags,
-    ) -> bool {
-        if iov.len() > IOV_MAX || (file.is_direct() && flags.contains(RwFlags::APPEND)) {
-            return false;
-        }
-        if !file.is_direct() {
-            return true;
-        }
-        let a = file.dio_align();
-        a.allows(offset, len as u64)
-            && iov
-                .iter()
-                .all(|v| a.allows_segment(v.iov_base as usize, v.iov_len))
-    }
-
-    /// Serves a request the engine cannot take as it is, through a blocking batch. Waits for
-    /// everything in flight first, so its read-modify-write cannot wait on this queue's own
-    /// range locks.
-    fn run_blocking(
-        &mut self,
-        file: &Arc<File>,
-        offset: u64,
-        mut bufs: Vec<OwnedBuf>,
-        dir: Dir,
-        flags: RwFlags,
-        user_data: u64,
-    ) {
-        if let Err(e) = self.submit_and_wait(self.in_flight) {
-            tracing::warn!("draining before a blocking request: {e}");
-        }
-        let result = {
-            let mut slices: Vec<&mut [u8]> = bufs.iter_mut().map(OwnedBuf::as_mut_slice).collect();
-            let mut engine = SyncEngine::new();
-            let mut batch = Batch::new();
-            let base = flags - file.base_flags();
-            match dir {
-                Dir::Dest => {
-                    let mut io: Vec<std::io::IoSliceMut<'_>> = slices
-                        .iter_mut()
-                        .map(|s| std::io::IoSliceMut::new(s))
-                        .collect();
-                    batch.push(file, offset, IoIter::readv_into(&mut io), base);
-                    batch.run(&mut engine).pop()
-                }
-                Dir::Source => {
-                    let io: Vec<std::io::IoSlice<'_>> =
-                        slices.iter().map(|s| std::io::IoSlice::new(s)).collect();
-                    batch.push(file, offset, IoIter::writev_from(&io), base);
-                    batch.run(&mut engine).pop()
-                }
-            }
-        };
-        let result = result.unwrap_or(Ok(0));
-        self.ready.push(Completion {
-            user_data,
-            result,
-            stopped_by: None,
-            bufs,
-        });
-    }
-
-    fn issue(&mut self, slot: usize) -> std::io::Result<()> {
-        let Some(f) = self.slots[slot].as_ref() else {
+    /// A request the engine refused outright at push (nothing of it ran) is handed back to the
+    /// caller with its buffers, as the error of `push`.
+    fn take_back_if_refused(&mut self, slot: usize) -> std::result::Result<(), PushError> {
+        let idle = self.slots[slot].as_ref().is_some_and(|f| f.pending == 0);
+        let Some(i) = self.refused.iter().position(|c| c.tag == slot as u64) else {
             return Ok(());
         };
+        if !idle {
+            return Ok(());
+        }
+        let errno = -self.refused.swap_remove(i).result as i32;
+        match self.take(slot) {
+            Some(f) => {
+                let error = f.file.request_error(0, f.at.offset, f.flags, errno);
+                self.spare_iov.put(f.iov);
+                Err(PushError {
+                    error,
+                    bufs: f.bufs,
+                })
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn new_slot(&mut self, f: InFlight) -> usize {
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.slots[slot] = Some(f);
+        self.in_flight += 1;
+        slot
+    }
+
+    /// Starts a request whose range is held.
+    fn start(&mut self, slot: usize) {
+        let Some(f) = self.slots[slot].as_mut() else {
+            return;
+        };
+        match f.plan {
+            Plan::Direct => {
+                f.stage = Stage::Direct;
+                self.issue_direct(slot);
+            }
+            Plan::Bounce => self.start_bounce(slot),
+            Plan::Rmw => self.start_rmw(slot),
+            Plan::Command(cmd, len) => {
+                f.stage = Stage::Command { cmd, len };
+                self.issue_command(slot);
+            }
+        }
+    }
+
+    /// Pushes what is left of a request straight over its buffers (at most `IOV_MAX` of them
+    /// per op).
+    fn issue_direct(&mut self, slot: usize) {
+        let Some(f) = self.slots[slot].as_ref() else {
+            return;
+        };
         let rest = &f.iov[f.first..];
+        let nr = rest.len().min(IOV_MAX);
         let op = Op {
             fd: std::os::fd::AsRawFd::as_raw_fd(&*f.file),
             file_id: f.file.id(),
-            offset: f.offset,
+            offset: f.at.offset,
             iov: rest.as_ptr(),
-            nr_segs: rest.len() as u32,
-            len: match f.cmd {
-                Cmd::Rw => rest.iter().map(|v| v.iov_len).sum(),
-                _ => f.cmd_len,
-            },
-            dir: f.dir,
+            nr_segs: nr as u32,
+            len: rest[..nr].iter().map(|v| v.iov_len).sum(),
+            dir: f.at.dir,
             flags: f.flags,
             pool: f.pool,
             tag: slot as u64,
             fast: f.file.fast_read_ptr(),
-            cmd: f.cmd,
+            cmd: Cmd::Rw,
         };
-        // SAFETY: the iovecs and the buffers they point into are owned by the slot, which
-        // stays put (its Vec never shrinks and the slot is not reused) until the completion
-        // with this tag is reaped; Queue's Drop waits for all completions.
-        unsafe { self.engine.push(op) }
+        self.push_op(slot, op);
+    }
+
+    /// Hands `op` of request `slot` to the engine; an op the engine refuses completes with
+    /// its errno at the next collect.
+    fn push_op(&mut self, slot: usize, op: Op) {
+        // SAFETY: the iovecs and buffers behind `op` are owned by the slot (its iovec arrays
+        // and stage buffers are heap memory that stays put when the slot moves) and are not
+        // touched or freed until the completion with this tag is reaped; Queue's Drop waits
+        // for all completions.
+        match unsafe { self.engine.push(op) } {
+            Ok(()) => {
+                self.ops_pushed += 1;
+                if let Some(f) = self.slots[slot].as_mut() {
+                    f.pending += 1;
+                }
+            }
+            Err(e) => self.refused.push(Cqe {
+                tag: op.tag,
+                result: -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+            }),
+        }
     }
 
     /// Ends a slot's flight: frees the slot and its range lock.
@@ -378,37 +407,24 @@ impl Queue {
         Some(f)
     }
 
-    fn finish(&mut self, slot: usize, result: impl FnOnce(&InFlight) -> Result<usize>) {
-        if let Some(f) = self.take(slot) {
-            let result = result(&f);
-            self.spare_iov.push(f.iov);
-            self.ready.push(Completion {
-                user_data: f.user_data,
-                result,
-                stopped_by: None,
-                bufs: f.bufs,
-            });
-        }
-    }
-
-    /// Ends a slot with the kernel's `errno`: the error itself when nothing was done, else the
-    /// bytes done and the error beside them.
-    fn fail(&mut self, slot: usize, errno: i32) {
-        if let Some(f) = self.take(slot) {
-            let e = f.file.request_error(0, f.offset, f.flags, errno);
-            let (result, stopped_by) = if f.done > 0 {
-                (Ok(f.done), Some(e))
-            } else {
-                (Err(e), None)
-            };
-            self.spare_iov.push(f.iov);
-            self.ready.push(Completion {
-                user_data: f.user_data,
-                result,
-                stopped_by,
-                bufs: f.bufs,
-            });
-        }
+    /// Finishes a request as `step` says: its completion is ready to reap.
+    fn finish(&mut self, slot: usize, step: Step) {
+        let Some(f) = self.take(slot) else {
+            return;
+        };
+        let error = |errno| f.file.request_error(0, f.at.offset, f.flags, errno);
+        let (result, stopped_by) = match step {
+            Step::Done { bytes, error: e } => (Ok(bytes), e.map(error)),
+            Step::Failed(errno) => (Err(error(errno)), None),
+            Step::Resume => (Ok(f.at.done), None),
+        };
+        self.spare_iov.put(f.iov);
+        self.ready.push(Completion {
+            user_data: f.user_data,
+            result,
+            stopped_by,
+            bufs: f.bufs,
+        });
     }
 
     /// Hands everything pushed to the kernel without waiting.
@@ -417,21 +433,22 @@ impl Queue {
     }
 
     /// Hands everything pushed to the kernel and waits until at least `want` completions are
-    /// ready to reap (counting ones ready already).
+    /// ready to reap (counting ones ready already; fewer when fewer requests are pushed).
     pub fn submit_and_wait(&mut self, want: usize) -> Result<()> {
         loop {
-            let have = self.ready.len();
-            let need = want.saturating_sub(have).min(self.in_flight);
-            self.engine
-                .submit_and_wait(need)
-                .map_err(|source| Error::Engine {
-                    engine: self.engine.name(),
-                    source,
-                })?;
-            self.collect();
-            if self.ready.len() >= want.min(self.in_flight + self.ready.len()) || need == 0 {
-                return Ok(());
+            self.retry_parked();
+            let want_now = want.min(self.ready.len() + self.in_flight);
+            if self.ready.len() >= want_now {
+                return self.flush();
             }
+            if self.engine.in_flight() == 0 && self.refused.is_empty() {
+                // Only parked requests are left, held up by other threads: wait for them.
+                self.wait_parked();
+                continue;
+            }
+            let need = (want_now - self.ready.len()).min(self.engine.in_flight());
+            self.engine_wait(need)?;
+            self.collect();
         }
     }
 
@@ -439,7 +456,12 @@ impl Queue {
     /// completion (for a server that also watches a socket); engines that cannot bound the
     /// wait wait for one.
     pub fn submit_and_wait_timeout(&mut self, timeout: std::time::Duration) -> Result<()> {
-        if !self.ready.is_empty() || self.in_flight == 0 {
+        self.retry_parked();
+        if !self.ready.is_empty() || self.in_flight == 0 || !self.refused.is_empty() {
+            return self.submit();
+        }
+        if self.engine.in_flight() == 0 {
+            self.wait_parked();
             return self.submit();
         }
         self.engine
@@ -449,7 +471,31 @@ impl Queue {
                 source,
             })?;
         self.collect();
-        Ok(())
+        self.flush()
+    }
+
+    /// Hands the engine everything queued, collects, and goes again while collecting pushed
+    /// new ops (a stage's next step: the window write after the edge reads, say), so nothing
+    /// is left queued but unsubmitted when the caller goes off to wait elsewhere (on an
+    /// eventfd, a socket).
+    fn flush(&mut self) -> Result<()> {
+        loop {
+            let before = self.ops_pushed;
+            self.engine_wait(0)?;
+            self.collect();
+            if self.ops_pushed == before {
+                return Ok(());
+            }
+        }
+    }
+
+    fn engine_wait(&mut self, want: usize) -> Result<()> {
+        self.engine
+            .submit_and_wait(want)
+            .map_err(|source| Error::Engine {
+                engine: self.engine.name(),
+                source,
+            })
     }
 
     /// Moves every finished request into `out`.
@@ -458,82 +504,102 @@ impl Queue {
         out.append(&mut self.ready);
     }
 
-    /// Accounts the engine's completions: finished requests become ready, short ones are
-    /// issued again for their remainder.
+    /// Accounts the engine's completions (and refused ops): each goes to its request's
+    /// stage, which finishes the request or issues its next op. Parked requests whose
+    /// ranges came free start.
     fn collect(&mut self) {
         self.cqes.clear();
         self.engine.reap(&mut self.cqes);
+        self.cqes.append(&mut self.refused);
         let cqes = std::mem::take(&mut self.cqes);
         for c in &cqes {
-            let slot = c.tag as usize;
+            let slot = (c.tag & 0xffff_ffff) as usize;
+            let sub = c.tag >> unaligned::SUB_SHIFT;
             let Some(f) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
                 continue;
             };
-            let rest: usize = f.iov[f.first..].iter().map(|v| v.iov_len).sum();
-            if c.result < 0 {
-                self.fail(slot, -c.result as i32);
-                continue;
-            }
-            let finished = {
-                let n = c.result as usize;
-                f.done += n;
-                f.offset += n as u64;
-                advance(&mut f.iov, &mut f.first, n);
-                if n >= rest {
-                    Some(Ok(f.done))
-                } else if n == 0 {
-                    Some(match (f.dir, f.done) {
-                        (Dir::Source, 0) => {
-                            Err(f.file.request_error(0, f.offset, f.flags, libc::EIO))
-                        }
-                        _ => Ok(f.done),
-                    })
-                } else {
-                    None
-                }
-            };
-            match finished {
-                Some(result) => self.finish(slot, |_| result),
-                None => {
-                    if let Err(e) = self.issue(slot) {
-                        self.fail(slot, e.raw_os_error().unwrap_or(libc::EIO));
-                    }
-                }
+            f.pending = f.pending.saturating_sub(1);
+            match (&f.stage, sub) {
+                (Stage::Direct, _) => self.on_direct(slot, c.result),
+                (Stage::Bounce { .. }, _) => self.on_bounce(slot, c.result),
+                (Stage::Edges(_), _) => self.on_edge(slot, c.result),
+                (Stage::WriteBack(_), _) => self.on_write_back(slot, c.result),
+                (Stage::Command { .. }, _) => self.on_command(slot, c.result),
+                (Stage::Parked, _) => {}
             }
         }
         self.cqes = cqes;
+        if self.parked.len() > 0 {
+            self.retry_parked();
+        }
+    }
+
+    /// A straight op completed: finishes the request or issues what is left.
+    fn on_direct(&mut self, slot: usize, result: i64) {
+        let Some(f) = self.slots[slot].as_mut() else {
+            return;
+        };
+        let rest = f.rest();
+        let op_len: usize = f.iov[f.first..]
+            .iter()
+            .take(IOV_MAX)
+            .map(|v| v.iov_len)
+            .sum();
+        f.advance(result.max(0) as usize);
+        let short = result >= 0 && (result as usize) < op_len;
+        match f.at.account_result(result, rest) {
+            Step::Resume if short && f.at.at_eof(&f.file) => {
+                let bytes = f.at.done;
+                self.finish(slot, Step::Done { bytes, error: None })
+            }
+            Step::Resume => self.issue_direct(slot),
+            step => self.finish(slot, step),
+        }
     }
 }
 
-/// Drops `n` bytes from the front of `iov[*first..]`.
-fn advance(iov: &mut [libc::iovec], first: &mut usize, mut n: usize) {
-    while n > 0 && *first < iov.len() {
-        let v = &mut iov[*first];
-        if n < v.iov_len {
-            // SAFETY: n < iov_len, so the new base stays inside the same buffer.
-            v.iov_base = unsafe { v.iov_base.cast::<u8>().add(n) }.cast();
-            v.iov_len -= n;
-            n = 0;
-        } else {
-            n -= v.iov_len;
-            *first += 1;
-        }
+/// The route a request takes: straight over its buffers when the engine can take it as it
+/// is, else the bounce window (reads) or the read-modify-write (writes) of a direct file.
+fn plan_for(
+    file: &File,
+    offset: u64,
+    iov: &[libc::iovec],
+    len: usize,
+    dir: Dir,
+    flags: RwFlags,
+) -> Plan {
+    if !file.is_direct() {
+        return Plan::Direct;
+    }
+    let a = file.dio_align();
+    let aligned = a.allows(offset, len as u64)
+        && iov
+            .iter()
+            .all(|v| a.allows_segment(v.iov_base as usize, v.iov_len));
+    match dir {
+        Dir::Source if flags.contains(RwFlags::APPEND) => Plan::Rmw,
+        _ if aligned => Plan::Direct,
+        Dir::Dest => Plan::Bounce,
+        Dir::Source => Plan::Rmw,
     }
 }
 
 impl Drop for Queue {
     fn drop(&mut self) {
-        // The kernel may still use buffers of requests in flight: wait for every one.
-        while self.in_flight > 0 {
-            if self.engine.submit_and_wait(self.in_flight).is_err() {
+        // The kernel may still use buffers of requests in flight: wait for every op. Parked
+        // requests have nothing in the kernel.
+        while self.engine.in_flight() > 0 {
+            let n = self.engine.in_flight();
+            if self.engine.submit_and_wait(n).is_err() {
                 break;
             }
             self.collect();
         }
-        if self.in_flight > 0 {
+        if self.engine.in_flight() > 0 {
             // The engine failed: leak the buffers rather than free memory still in use.
             for f in self.slots.drain(..).flatten() {
                 std::mem::forget(f.bufs);
+                std::mem::forget(f.stage);
             }
         }
     }

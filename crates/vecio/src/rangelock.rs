@@ -4,10 +4,13 @@
 //!
 //! Two kinds of holder: a scoped guard lives for one blocking call and never waits while it
 //! holds; a ticket lives as long as a [`Queue`](crate::Queue) request, from push until the
-//! thread that pushed it reaps it. A thread that waited on a ticket of its own would wait
-//! forever (only it can reap), so [`try_exclusive`](RangeLock::try_exclusive) refuses with
-//! `EDEADLK` instead of waiting when a conflicting holder is a ticket of the calling thread, or
-//! a ticket of a thread that is itself waiting on one of the caller's tickets.
+//! thread that pushed it reaps it (a read-modify-write through the queue holds its window
+//! exclusive that way, across its edge reads and its write). A thread that waited on a ticket
+//! of its own would wait forever (only it can reap), so every waiting call refuses with
+//! `EDEADLK` instead when a holder in the way is a ticket of the calling thread, or a ticket of
+//! a thread that is itself waiting on one of the caller's tickets. A queue never waits: it
+//! takes a ticket only when nothing is in the way ([`RangeLock::ticket_now`]) and parks the
+//! request otherwise.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
@@ -23,11 +26,11 @@ struct Held {
     ticket_of: Option<ThreadId>,
 }
 
-/// A thread waiting in [`RangeLock::try_exclusive`], and what it waits for.
+/// A thread waiting for ranges, and what it waits for (for the self-deadlock check).
 struct Waiting {
     thread: ThreadId,
-    start: u64,
-    end: u64,
+    ranges: Vec<(u64, u64)>,
+    exclusive: bool,
 }
 
 /// Byte-range reader-writer lock (see the module docs).
@@ -44,7 +47,7 @@ struct State {
     /// Threads waiting on `freed`: a release wakes them only when there are any (a wake is a
     /// system call, and on the aligned path nobody waits).
     waiters: usize,
-    /// Threads waiting for an exclusive range they checked for self-deadlock.
+    /// Threads waiting for ranges, checked for self-deadlock.
     waiting: Vec<Waiting>,
 }
 
@@ -52,25 +55,40 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct WouldDeadlock;
 
+/// True when `h` stands in the way of holding `[start, end)` (exclusive or shared).
+fn conflicts(h: &Held, start: u64, end: u64, exclusive: bool) -> bool {
+    (exclusive || h.exclusive) && overlaps(h, start, end)
+}
+
 impl State {
-    /// True when waiting for `[start, end)` exclusive could never end: a conflicting holder is
-    /// a ticket of `me`, or a ticket of a thread waiting for a range one of `me`'s tickets holds.
-    fn would_deadlock(&self, me: ThreadId, start: u64, end: u64) -> bool {
-        let mine = |s: u64, e: u64| {
-            self.held
-                .iter()
-                .any(|h| h.ticket_of == Some(me) && overlaps(h, s, e))
+    /// True when something held stands in the way of `ranges`.
+    fn blocked(&self, ranges: &[(u64, u64)], exclusive: bool) -> bool {
+        ranges
+            .iter()
+            .any(|&(s, e)| self.held.iter().any(|h| conflicts(h, s, e, exclusive)))
+    }
+
+    /// True when waiting for `ranges` could never end: a holder in the way is a ticket of
+    /// `me`, or a ticket of a thread that waits for a range one of `me`'s tickets holds.
+    fn would_deadlock(&self, me: ThreadId, ranges: &[(u64, u64)], exclusive: bool) -> bool {
+        let mine_in_way_of = |w: &Waiting| {
+            self.held.iter().any(|h| {
+                h.ticket_of == Some(me)
+                    && w.ranges
+                        .iter()
+                        .any(|&(s, e)| conflicts(h, s, e, w.exclusive))
+            })
         };
         self.held
             .iter()
-            .filter(|h| overlaps(h, start, end))
+            .filter(|h| ranges.iter().any(|&(s, e)| conflicts(h, s, e, exclusive)))
             .filter_map(|h| h.ticket_of)
             .any(|owner| {
                 owner == me
                     || self
                         .waiting
                         .iter()
-                        .any(|w| w.thread == owner && mine(w.start, w.end))
+                        .any(|w| w.thread == owner && mine_in_way_of(w))
             })
     }
 }
@@ -112,9 +130,10 @@ fn overlaps(a: &Held, start: u64, end: u64) -> bool {
 }
 
 impl RangeLock {
-    /// Holds every range in `ranges` shared (waits while any overlaps an exclusive holder).
-    pub(crate) fn shared(&self, ranges: &[(u64, u64)]) -> RangeGuard<'_> {
-        self.acquire(ranges, false)
+    /// Holds every range in `ranges` shared for a scope, waiting while an exclusive holder is
+    /// in the way, unless the wait could never end (see the module docs).
+    pub(crate) fn shared(&self, ranges: &[(u64, u64)]) -> Result<RangeGuard<'_>, WouldDeadlock> {
+        self.wait_for(ranges, false, None)
     }
 
     /// Holds `[start, end)` exclusive (waits while anything overlaps it). Tests only: the
@@ -125,44 +144,51 @@ impl RangeLock {
         self.acquire(&[(start, end)], true)
     }
 
-    /// Holds `[start, end)` exclusive, waiting while anything overlaps it unless the wait could
-    /// never end (see the module docs): then [`WouldDeadlock`], at once.
+    /// Holds `[start, end)` exclusive for a scope, waiting while anything overlaps it unless
+    /// the wait could never end (see the module docs): then [`WouldDeadlock`], at once.
     pub(crate) fn try_exclusive(
         &self,
         start: u64,
         end: u64,
     ) -> Result<RangeGuard<'_>, WouldDeadlock> {
-        let me = std::thread::current().id();
-        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        while g.held.iter().any(|h| overlaps(h, start, end)) {
-            if g.would_deadlock(me, start, end) {
-                return Err(WouldDeadlock);
-            }
-            g.waiters += 1;
-            g.waiting.push(Waiting {
-                thread: me,
-                start,
-                end,
-            });
-            g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
-            g.waiters -= 1;
-            if let Some(i) = g.waiting.iter().position(|w| w.thread == me) {
-                g.waiting.swap_remove(i);
-            }
-        }
-        Ok(Self::hold(&mut g, self, &[(start, end)], true, None))
+        self.wait_for(&[(start, end)], true, None)
     }
 
-    /// Holds every range in `ranges` shared until [`release`](Self::release) is called with
-    /// the returned ticket (for holders whose lifetime is not a scope, like queued requests).
-    pub(crate) fn shared_ticket(&self, ranges: &[(u64, u64)]) -> u64 {
-        let guard = self.acquire_as(ranges, false, Some(std::thread::current().id()));
+    /// Holds `ranges` (shared or exclusive) for a queued request of the calling thread if
+    /// nothing is in the way now; never waits. Release with [`release`](Self::release).
+    pub(crate) fn ticket_now(&self, ranges: &[(u64, u64)], exclusive: bool) -> Option<u64> {
+        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if g.blocked(ranges, exclusive) {
+            return None;
+        }
+        let me = Some(std::thread::current().id());
+        let guard = Self::hold(&mut g, self, ranges, exclusive, me);
+        let checkers = !g.waiting.is_empty();
+        drop(g);
+        if checkers {
+            // A thread already waiting may now wait on a cycle through this ticket: it looks
+            // again.
+            self.freed.notify_all();
+        }
         let id = guard.id;
         std::mem::forget(guard);
-        id
+        Some(id)
     }
 
-    /// Releases the ranges of a ticket from [`shared_ticket`](Self::shared_ticket).
+    /// As [`ticket_now`](Self::ticket_now), but waits while something is in the way, unless
+    /// the wait could never end: then [`WouldDeadlock`].
+    pub(crate) fn ticket_wait(
+        &self,
+        ranges: &[(u64, u64)],
+        exclusive: bool,
+    ) -> Result<u64, WouldDeadlock> {
+        let guard = self.wait_for(ranges, exclusive, Some(std::thread::current().id()))?;
+        let id = guard.id;
+        std::mem::forget(guard);
+        Ok(id)
+    }
+
+    /// Releases the ranges of a ticket.
     pub(crate) fn release(&self, ticket: u64) {
         drop(RangeGuard {
             lock: self,
@@ -170,39 +196,50 @@ impl RangeLock {
         });
     }
 
-    fn acquire(&self, ranges: &[(u64, u64)], exclusive: bool) -> RangeGuard<'_> {
-        self.acquire_as(ranges, exclusive, None)
-    }
-
-    fn acquire_as(
+    /// Waits until nothing is in the way of `ranges`, then holds them; refuses a wait that
+    /// could never end.
+    fn wait_for(
         &self,
         ranges: &[(u64, u64)],
         exclusive: bool,
         ticket_of: Option<ThreadId>,
-    ) -> RangeGuard<'_> {
+    ) -> Result<RangeGuard<'_>, WouldDeadlock> {
+        let me = std::thread::current().id();
         let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            let blocked = ranges.iter().any(|&(s, e)| {
-                g.held
-                    .iter()
-                    .any(|h| (exclusive || h.exclusive) && overlaps(h, s, e))
-            });
-            if !blocked {
-                break;
+        while g.blocked(ranges, exclusive) {
+            if g.would_deadlock(me, ranges, exclusive) {
+                return Err(WouldDeadlock);
             }
             g.waiters += 1;
+            g.waiting.push(Waiting {
+                thread: me,
+                ranges: ranges.to_vec(),
+                exclusive,
+            });
             g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
             g.waiters -= 1;
+            if let Some(i) = g.waiting.iter().position(|w| w.thread == me) {
+                g.waiting.swap_remove(i);
+            }
         }
         let guard = Self::hold(&mut g, self, ranges, exclusive, ticket_of);
         let checkers = ticket_of.is_some() && !g.waiting.is_empty();
         drop(g);
         if checkers {
-            // A thread already waiting may now wait on a cycle through this ticket: it looks
-            // again.
             self.freed.notify_all();
         }
-        guard
+        Ok(guard)
+    }
+
+    #[cfg(test)]
+    fn acquire(&self, ranges: &[(u64, u64)], exclusive: bool) -> RangeGuard<'_> {
+        let mut g = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        while g.blocked(ranges, exclusive) {
+            g.waiters += 1;
+            g = self.freed.wait(g).unwrap_or_else(|p| p.into_inner());
+            g.waiters -= 1;
+        }
+        Self::hold(&mut g, self, ranges, exclusive, None)
     }
 
     /// Records `ranges` as held under a new id.
@@ -250,15 +287,15 @@ mod tests {
     #[test]
     fn shared_ranges_coexist() {
         let l = RangeLock::default();
-        let _a = l.shared(&[(0, 10)]);
-        let _b = l.shared(&[(5, 15)]);
+        let _a = l.shared(&[(0, 10)]).unwrap();
+        let _b = l.shared(&[(5, 15)]).unwrap();
     }
 
     #[test]
     fn exclusive_waits_for_overlapping_shared() {
         let l = Arc::new(RangeLock::default());
         let got = Arc::new(AtomicBool::new(false));
-        let a = l.shared(&[(0, 4096)]);
+        let a = l.shared(&[(0, 4096)]).unwrap();
         let (l2, got2) = (l.clone(), got.clone());
         let t = std::thread::spawn(move || {
             let _g = l2.try_exclusive(100, 200).unwrap();

@@ -16,8 +16,8 @@ use crate::File;
 
 impl File {
     /// Deallocates `[offset, offset + len)`; it reads back as zeroes and the size is kept
-    /// (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). `EOPNOTSUPP` where the file system
-    /// cannot punch.
+    /// (`fallocate(2)` with `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). `EOPNOTSUPP` where
+    /// the file system cannot punch.
     pub fn punch_hole(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.fallocate(
             FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
@@ -27,7 +27,7 @@ impl File {
     }
 
     /// Zeroes `[offset, offset + len)` in place, keeping the size
-    /// (`FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE`).
+    /// (`fallocate(2)` with `FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE`).
     pub fn zero_range(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.fallocate(
             FallocateFlags::ZERO_RANGE | FallocateFlags::KEEP_SIZE,
@@ -36,7 +36,7 @@ impl File {
         )
     }
 
-    /// Allocates `[offset, offset + len)` (`fallocate` mode 0), growing the file if needed.
+    /// Allocates `[offset, offset + len)` (`fallocate(2)` mode 0), growing the file if needed.
     pub fn allocate(&self, offset: u64, len: u64) -> std::io::Result<()> {
         self.fallocate(FallocateFlags::empty(), offset, len)
     }
@@ -97,7 +97,10 @@ impl File {
         }
         let r = {
             let _dst = out.lock_blocks(off_out, out_end)?;
-            let _src = (!same).then(|| self.locks.shared(&[(off_in, in_end)]));
+            let _src = match (!same).then(|| self.locks.shared(&[(off_in, in_end)])) {
+                Some(Err(_)) => return Err(std::io::Error::from_raw_os_error(libc::EDEADLK)),
+                held => held,
+            };
             let (mut a, mut b) = (off_in, off_out);
             rustix::fs::copy_file_range(self, Some(&mut a), out, Some(&mut b), len)
         };
@@ -171,6 +174,11 @@ impl File {
     }
 }
 
+/// The system error inside a vecio error (`EIO` for one without).
+fn to_io(e: crate::Error) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Direct, File};
@@ -180,6 +188,7 @@ mod tests {
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let p = dir.path().join("f");
         let f = File::options()
+            .read(true)
             .write(true)
             .create(true)
             .direct(Direct::On)
@@ -198,9 +207,4 @@ mod tests {
         assert_eq!(f.size().unwrap(), 64 * 1024);
         assert!(f.punch_hole(u64::MAX - 1, 10).is_err());
     }
-}
-
-/// The system error inside a vecio error (`EIO` for one without).
-fn to_io(e: crate::Error) -> std::io::Error {
-    std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }

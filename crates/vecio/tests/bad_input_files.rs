@@ -80,7 +80,7 @@ fn directory_and_char_device_are_not_regular() {
     for mode in [Direct::Off, Direct::Auto] {
         let what = format!("directory, {mode:?}");
         assert_not_regular(
-            File::options().direct(mode).open(dir.path()),
+            File::options().read(true).direct(mode).open(dir.path()),
             dir.path(),
             &what,
         );
@@ -92,7 +92,11 @@ fn directory_and_char_device_are_not_regular() {
         .is_char_device());
     for mode in [Direct::Off, Direct::Auto] {
         let what = format!("/dev/null, {mode:?}");
-        assert_not_regular(File::options().direct(mode).open(null), null, &what);
+        assert_not_regular(
+            File::options().read(true).direct(mode).open(null),
+            null,
+            &what,
+        );
         let rw = File::options()
             .read(true)
             .write(true)
@@ -102,6 +106,7 @@ fn directory_and_char_device_are_not_regular() {
     }
     // Opening a directory for writing fails in open(2) itself (EISDIR): an Open error.
     match File::options()
+        .read(true)
         .write(true)
         .direct(Direct::Off)
         .open(dir.path())
@@ -129,7 +134,10 @@ fn directory_and_char_device_are_not_regular() {
 #[test]
 fn direct_on_for_directory_and_char_device_is_not_regular() {
     let dir = tempdir();
-    let r = File::options().direct(Direct::On).open(dir.path());
+    let r = File::options()
+        .read(true)
+        .direct(Direct::On)
+        .open(dir.path());
     assert_not_regular(r, dir.path(), "directory, Direct::On");
     let null = Path::new("/dev/null");
     let r = File::options()
@@ -219,14 +227,18 @@ fn direct_on_where_the_file_system_refuses_it() {
             }
         }
         tried += 1;
-        match File::options().direct(Direct::On).open(path) {
+        match File::options().read(true).direct(Direct::On).open(path) {
             Err(Error::DirectRefused { path: got, source }) => {
                 assert_eq!(&*got, path);
                 assert_eq!(source.raw_os_error(), Some(libc::EINVAL));
             }
             other => panic!("{p}: expected DirectRefused, got {other:?}"),
         }
-        let f = File::options().direct(Direct::Auto).open(path).unwrap();
+        let f = File::options()
+            .read(true)
+            .direct(Direct::Auto)
+            .open(path)
+            .unwrap();
         assert!(!f.is_direct(), "{p}: Auto must fall back to buffered");
         let mut buf = vec![0u8; 4096];
         let n = f.read_at(&mut buf, 0).unwrap();

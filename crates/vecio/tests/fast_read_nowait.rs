@@ -77,7 +77,7 @@ fn nowait_writes_fall_back_and_write_the_right_data() {
                 ]
             };
             q.push_write(&file, i * 5000, bufs, RwFlags::empty(), i)
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
         }
         q.submit_and_wait(16).unwrap();
@@ -163,7 +163,7 @@ fn a_callers_nowait_is_kept() {
         RwFlags::NOWAIT,
         1,
     )
-    .map_err(|(e, _)| e)
+    .map_err(|e| e.error)
     .unwrap();
     q.submit_and_wait(1).unwrap();
     let mut done = Vec::new();

@@ -153,7 +153,7 @@ fn direct_files_are_never_tried_inline() {
         for i in 0..8u64 {
             let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(8192));
             q.push_read(&file, i * 8192, vec![buf], RwFlags::empty(), i)
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
         }
         q.submit_and_wait(8).unwrap();

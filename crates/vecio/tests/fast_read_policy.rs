@@ -24,6 +24,7 @@ use vecio::{Attempt, Engine, FastReadMode, FastReadPolicy, FastReadStats, File, 
 fn reopen(path: &Path) -> Arc<File> {
     Arc::new(
         File::options()
+            .read(true)
             .direct(vecio::Direct::Off)
             .open(path)
             .unwrap(),

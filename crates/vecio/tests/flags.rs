@@ -68,7 +68,11 @@ fn nowait_on_tmpfs_is_surfaced() {
     for kind in EngineKind::ALL {
         for direct in [Direct::Off, Direct::Auto] {
             let what = format!("{kind:?} {direct:?}");
-            let file = File::options().direct(direct).open(&path).unwrap();
+            let file = File::options()
+                .read(true)
+                .direct(direct)
+                .open(&path)
+                .unwrap();
             let mut engine = kind.build().unwrap();
             let mut buf = AlignedBuf::new(4096, 4096);
             let mut batch = Batch::new();
@@ -98,7 +102,11 @@ fn nowait_on_tmpfs_is_surfaced() {
         }
     }
     if kernel == Err(libc::EOPNOTSUPP) {
-        let file = File::options().direct(Direct::Off).open(&path).unwrap();
+        let file = File::options()
+            .read(true)
+            .direct(Direct::Off)
+            .open(&path)
+            .unwrap();
         let mut buf = [0u8; 100];
         let r = file.readv_at(
             &mut [std::io::IoSliceMut::new(&mut buf)],
@@ -107,6 +115,7 @@ fn nowait_on_tmpfs_is_surfaced() {
         );
         assert_unsupported(&r, RwFlags::NOWAIT, &path, "readv_at");
         let file = File::options()
+            .read(true)
             .direct(Direct::Off)
             .flags(RwFlags::NOWAIT)
             .open(&path)
@@ -188,6 +197,7 @@ fn dontcache_follows_the_kernel() {
         }
 
         let file = File::options()
+            .read(true)
             .direct(Direct::Off)
             .open(&tmpfs_path)
             .unwrap();

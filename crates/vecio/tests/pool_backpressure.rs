@@ -39,7 +39,7 @@ fn push_until_refused(q: &mut Queue, file: &Arc<File>, seed: u16) -> (Error, Vec
             i,
         ) {
             Ok(()) => {}
-            Err((e, bufs)) => return (e, bufs, i),
+            Err(vecio::PushError { error: e, bufs }) => return (e, bufs, i),
         }
     }
     panic!("64 slow writes never filled a pool of one worker and a queue of one");
@@ -63,7 +63,7 @@ fn a_full_pool_never_loses_or_duplicates_a_completion() {
             loop {
                 match q.push_write(&file, i * MIB as u64, bufs, RwFlags::DSYNC, i) {
                     Ok(()) => break,
-                    Err((_, back)) => {
+                    Err(vecio::PushError { bufs: back, .. }) => {
                         refused += 1;
                         assert_eq!(back.len(), 1, "buffers come back with the refusal");
                         assert_same(

@@ -23,6 +23,7 @@ fn a_batch_of_cached_reads_is_right_in_every_mode() {
         FastReadMode::Tracked,
     ] {
         let file = File::options()
+            .read(true)
             .direct(vecio::Direct::Off)
             .open(&path)
             .unwrap();

@@ -51,7 +51,7 @@ fn a_failing_request_completes_with_an_error_and_the_pool_goes_on() {
         } else {
             q.push_read(&rfile, off, vec![OwnedBuf::Vec(vec![0; 8192])], flags, i)
         };
-        pushed.map_err(|(e, _)| e).unwrap();
+        pushed.map_err(|e| e.error).unwrap();
     }
     let mut done = Vec::new();
     reap_until(&mut q, &mut done, 16);
@@ -88,7 +88,7 @@ fn a_failing_request_completes_with_an_error_and_the_pool_goes_on() {
             RwFlags::empty(),
             100 + i,
         )
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
     }
     let mut later = Vec::new();

@@ -59,7 +59,7 @@ fn dropping_a_queue_with_requests_in_flight_waits_for_every_one() {
                     RwFlags::DSYNC,
                     i as u64,
                 )
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
                 if i % 4 == 0 {
                     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(MIB));
@@ -70,7 +70,7 @@ fn dropping_a_queue_with_requests_in_flight_waits_for_every_one() {
                         RwFlags::empty(),
                         1000 + i as u64,
                     )
-                    .map_err(|(e, _)| e)
+                    .map_err(|e| e.error)
                     .unwrap();
                 }
             }
@@ -126,13 +126,13 @@ fn every_completion_is_reaped_exactly_once() {
                     OwnedBuf::Vec(data[1000..].to_vec()),
                 ];
                 q.push_write(&wfile, i * WLEN as u64, bufs, RwFlags::DSYNC, i)
-                    .map_err(|(e, _)| e)
+                    .map_err(|e| e.error)
                     .unwrap();
             }
             if i < R {
                 let bufs = vec![OwnedBuf::Vec(vec![0xEE; RLEN])];
                 q.push_read(&rfile, roff(i), bufs, RwFlags::empty(), 1000 + i)
-                    .map_err(|(e, _)| e)
+                    .map_err(|e| e.error)
                     .unwrap();
             }
             if i % 10 == 9 {
@@ -144,7 +144,7 @@ fn every_completion_is_reaped_exactly_once() {
         for (k, off) in [(0u64, RSIZE as u64 - 100), (1, RSIZE as u64 + 10)] {
             let bufs = vec![OwnedBuf::Vec(vec![0; 4096]), OwnedBuf::Vec(vec![0; 10])];
             q.push_read(&rfile, off, bufs, RwFlags::empty(), 5000 + k)
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
         }
         let total = (W + R + 2) as usize;

@@ -48,7 +48,7 @@ fn many_in_flight_then_read_back_on_every_engine() {
             let data = common::pattern(7, i * BS as u64 * 2, BS * 2);
             let bufs = vec![aligned(&data[..BS]), aligned(&data[BS..])];
             q.push_write(&file, i * BS as u64 * 2, bufs, RwFlags::empty(), i)
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
         }
         assert_eq!(
@@ -70,7 +70,7 @@ fn many_in_flight_then_read_back_on_every_engine() {
         for i in 0..n {
             let bufs = vec![OwnedBuf::Aligned(AlignedBuf::page_aligned(BS * 2))];
             q.push_read(&file, i * BS as u64 * 2, bufs, RwFlags::empty(), i)
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
         }
         for c in reap_all(&mut q, n as usize) {
@@ -95,7 +95,7 @@ fn unaligned_requests_are_served_correctly() {
         let mut q = Queue::new(kind.build().unwrap());
         let base = common::pattern(1, 0, 3 * BS);
         q.push_write(&file, 0, vec![aligned(&base)], RwFlags::empty(), 0)
-            .map_err(|(e, _)| e)
+            .map_err(|e| e.error)
             .unwrap();
         let patch = common::pattern(2, 1000, 333);
         q.push_write(
@@ -105,7 +105,7 @@ fn unaligned_requests_are_served_correctly() {
             RwFlags::empty(),
             1,
         )
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
         let done = reap_all(&mut q, 2);
         assert_eq!(done[1].result.as_ref().ok(), Some(&333), "{kind:?}");
@@ -116,7 +116,7 @@ fn unaligned_requests_are_served_correctly() {
             RwFlags::empty(),
             2,
         )
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
         let done = reap_all(&mut q, 1);
         let got = done[0].bufs[0].as_slice();
@@ -140,12 +140,12 @@ fn read_across_end_of_file_is_exact() {
             RwFlags::empty(),
             0,
         )
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
         reap_all(&mut q, 1);
         let bufs = vec![OwnedBuf::Aligned(AlignedBuf::page_aligned(4 * BS))];
         q.push_read(&file, BS as u64, bufs, RwFlags::empty(), 1)
-            .map_err(|(e, _)| e)
+            .map_err(|e| e.error)
             .unwrap();
         let done = reap_all(&mut q, 1);
         assert_eq!(
@@ -167,7 +167,7 @@ fn bad_requests_give_their_buffers_back() {
             .unwrap(),
     );
     let mut q = Queue::new(EngineKind::Uring.build().unwrap());
-    let (e, bufs) = q
+    let vecio::PushError { error: e, bufs } = q
         .push_write(
             &file,
             0,
@@ -187,7 +187,7 @@ fn bad_requests_give_their_buffers_back() {
         "{e}"
     );
     assert_eq!(bufs.len(), 1);
-    let (e, _) = q
+    let vecio::PushError { error: e, .. } = q
         .push_write(&ro, 0, vec![aligned(&[1; BS])], RwFlags::empty(), 0)
         .unwrap_err();
     assert!(
@@ -200,7 +200,7 @@ fn bad_requests_give_their_buffers_back() {
         ),
         "{e}"
     );
-    let (e, _) = q
+    let vecio::PushError { error: e, .. } = q
         .push_read(
             &file,
             u64::MAX - 10,
@@ -237,13 +237,14 @@ fn dropping_a_queue_with_requests_in_flight_waits_for_them() {
                 RwFlags::empty(),
                 i,
             )
-            .map_err(|(e, _)| e)
+            .map_err(|e| e.error)
             .unwrap();
         }
         q.submit().unwrap();
     }
     let mut got = vec![0u8; 32 * BS];
     let file2 = File::options()
+        .read(true)
         .direct(Direct::Off)
         .open(dir.path().join("drop"))
         .unwrap();

@@ -48,7 +48,7 @@ fn a_write_stopped_after_some_bytes_carries_its_error() {
             RwFlags::empty(),
             1,
         )
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
         q.submit_and_wait(1).unwrap();
         let mut done = Vec::new();

@@ -81,7 +81,7 @@ fn run_round(q: &mut Queue, file: &Arc<File>, model: &mut [u8], round: &[Step]) 
                     RwFlags::empty(),
                     tag,
                 )
-                .map_err(|(e, _)| e),
+                .map_err(|e| e.error),
             Kind::Write(b) => q
                 .push_write(
                     file,
@@ -90,7 +90,7 @@ fn run_round(q: &mut Queue, file: &Arc<File>, model: &mut [u8], round: &[Step]) 
                     RwFlags::empty(),
                     tag,
                 )
-                .map_err(|(e, _)| e),
+                .map_err(|e| e.error),
             Kind::Fsync(data_only) => q.push_fsync(file, data_only, tag),
             Kind::Punch => {
                 let mode = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;

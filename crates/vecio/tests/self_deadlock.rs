@@ -14,26 +14,6 @@ use vecio::{AlignedBuf, Direct, EngineKind, Error, File, OwnedBuf, Queue, RwFlag
 
 const BS: usize = 4096;
 
-/// Runs `case` on its own thread and fails if it does not finish within 20 s.
-fn within_timeout(what: &str, case: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        case();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(20)) {
-        Ok(()) => t.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(p) = t.join() {
-                std::panic::resume_unwind(p)
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what}: the thread hung on its own in-flight requests")
-        }
-    }
-}
-
 fn direct_file(dir: &tempfile::TempDir) -> Arc<File> {
     let file = File::options()
         .read(true)
@@ -58,7 +38,7 @@ fn read_in_flight(file: &Arc<File>, kind: EngineKind) -> Queue {
     let mut q = Queue::new(kind.build().unwrap());
     let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(BS));
     q.push_read(file, 0, vec![buf], RwFlags::empty(), 7)
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
     q
 }
@@ -75,7 +55,7 @@ fn reap_one(q: &mut Queue) {
 #[test]
 fn unaligned_write_over_own_in_flight_read_fails_instead_of_hanging() {
     for kind in EngineKind::ALL {
-        within_timeout("write_at(b\"x\", 1)", move || {
+        common::within_timeout("write_at(b\"x\", 1)", move || {
             let dir = common::tempdir();
             let file = direct_file(&dir);
             let mut q = read_in_flight(&file, kind);
@@ -94,7 +74,7 @@ fn unaligned_write_over_own_in_flight_read_fails_instead_of_hanging() {
 
 #[test]
 fn direct_append_waits_only_on_the_last_block() {
-    within_timeout("RWF_APPEND", || {
+    common::within_timeout("RWF_APPEND", || {
         let dir = common::tempdir();
         let file = direct_file(&dir);
         let append = |data: &[u8]| file.writev_at(&[IoSlice::new(data)], 0, RwFlags::APPEND);
@@ -107,7 +87,7 @@ fn direct_append_waits_only_on_the_last_block() {
         let mut q = Queue::new(EngineKind::Uring.build().unwrap());
         let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(BS));
         q.push_read(&file, 2 * BS as u64, vec![buf], RwFlags::empty(), 1)
-            .map_err(|(e, _)| e)
+            .map_err(|e| e.error)
             .unwrap();
         let e = append(b"more").unwrap_err();
         assert!(is_edeadlk(&e), "expected EDEADLK, got {e}");
@@ -123,7 +103,7 @@ fn direct_append_waits_only_on_the_last_block() {
 
 #[test]
 fn another_queue_on_the_same_thread_gets_an_error_completion() {
-    within_timeout("second queue", || {
+    common::within_timeout("second queue", || {
         let dir = common::tempdir();
         let file = direct_file(&dir);
         let mut q = read_in_flight(&file, EngineKind::Uring);
@@ -135,7 +115,7 @@ fn another_queue_on_the_same_thread_gets_an_error_completion() {
             RwFlags::empty(),
             1,
         )
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
         q2.submit_and_wait(1).unwrap();
         let mut done = Vec::new();
@@ -148,7 +128,7 @@ fn another_queue_on_the_same_thread_gets_an_error_completion() {
 
 #[test]
 fn a_blocking_call_that_does_not_overlap_goes_through() {
-    within_timeout("disjoint write", || {
+    common::within_timeout("disjoint write", || {
         let dir = common::tempdir();
         let file = direct_file(&dir);
         let mut q = read_in_flight(&file, EngineKind::Uring);
@@ -160,7 +140,7 @@ fn a_blocking_call_that_does_not_overlap_goes_through() {
 
 #[test]
 fn two_threads_waiting_on_each_others_queued_requests_do_not_both_wait() {
-    within_timeout("two threads", || {
+    common::within_timeout("two threads", || {
         let dir = common::tempdir();
         let file = direct_file(&dir);
         let (a_ready, b_waits) = (mpsc::channel::<()>(), mpsc::channel::<()>());
@@ -172,7 +152,7 @@ fn two_threads_waiting_on_each_others_queued_requests_do_not_both_wait() {
             let mut q = Queue::new(EngineKind::Uring.build().unwrap());
             let buf = OwnedBuf::Aligned(AlignedBuf::page_aligned(BS));
             q.push_read(&fb, BS as u64, vec![buf], RwFlags::empty(), 1)
-                .map_err(|(e, _)| e)
+                .map_err(|e| e.error)
                 .unwrap();
             a_rx.recv().unwrap();
             b_tx.send(()).unwrap();

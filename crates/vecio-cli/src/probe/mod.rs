@@ -140,6 +140,7 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
         _ => resident_bytes(path).ok(),
     };
     let dio_align = vecio::File::options()
+        .read(true)
         .direct(vecio::Direct::Off)
         .open(&read_path)
         .ok()

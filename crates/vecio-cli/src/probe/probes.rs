@@ -226,6 +226,7 @@ fn probe_uring(path: &Path, direct: bool) -> Probe {
     };
     let mut read = |mode: Direct| -> std::result::Result<usize, String> {
         let file = File::options()
+            .read(true)
             .direct(mode)
             .open(path)
             .map_err(|e| e.to_string())?;

@@ -31,11 +31,14 @@ use crate::fs::Fs;
 /// `OFFSET_MAX` as the kernel sends it for "to the end of the file".
 const OFFSET_MAX: u64 = i64::MAX as u64;
 
+/// The open file description of each (inode, lock owner), shared by its locks.
+type Owners = HashMap<((u64, u64), u64), Arc<OwnedFd>>;
+
 /// Lock state shared by every worker.
 #[derive(Default)]
 pub struct Locks {
     /// One open file description per (inode, lock owner).
-    owners: Mutex<HashMap<((u64, u64), u64), Arc<OwnedFd>>>,
+    owners: Mutex<Owners>,
     /// Waiting `SETLKW` requests by their `unique`, with their cancel flag.
     waiting: Mutex<HashMap<u64, Arc<AtomicBool>>>,
     /// Set at shutdown: waiters stop.
@@ -60,7 +63,7 @@ impl Locks {
         Ok(self.lock_owners().entry(key).or_insert(fd).clone())
     }
 
-    fn lock_owners(&self) -> std::sync::MutexGuard<'_, HashMap<((u64, u64), u64), Arc<OwnedFd>>> {
+    fn lock_owners(&self) -> std::sync::MutexGuard<'_, Owners> {
         self.owners.lock().unwrap_or_else(|p| p.into_inner())
     }
 

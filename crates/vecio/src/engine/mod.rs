@@ -103,6 +103,13 @@ pub struct Counters {
 }
 
 /// The kinds of engine, for choosing one by name.
+///
+/// ```
+/// let kind: vecio::EngineKind = "uring".parse().unwrap();
+/// let engine = kind.build()?;
+/// assert_eq!(engine.name(), "uring");
+/// # Ok::<(), vecio::Error>(())
+/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum EngineKind {
     /// [`SerialEngine`].
@@ -198,6 +205,18 @@ pub trait Engine: Send {
     fn register_pool(&mut self, _pool: &PagePool) -> io::Result<()> {
         Ok(())
     }
+
+    /// Asks the engine to signal `eventfd` (see `eventfd(2)`) whenever a completion becomes
+    /// ready, so a caller can wait for completions with `poll(2)` or an async runtime instead
+    /// of [`submit_and_wait`](Self::submit_and_wait); the engine keeps the descriptor open.
+    /// Returns `false` when the engine has nothing to signal because it completes every op
+    /// inside `submit_and_wait` (serial, sync): what it was handed is ready when that returns.
+    /// io_uring registers the eventfd with the ring (`IORING_REGISTER_EVENTFD`); the pool's
+    /// workers write it after posting a completion.
+    fn notify_on(&mut self, eventfd: std::sync::Arc<std::os::fd::OwnedFd>) -> io::Result<bool> {
+        let _ = eventfd;
+        Ok(false)
+    }
 }
 
 /// A boxed engine is an engine, so an `EngineKind::build()` result goes wherever an engine
@@ -238,6 +257,10 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
 
     fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
         (**self).register_pool(pool)
+    }
+
+    fn notify_on(&mut self, eventfd: std::sync::Arc<std::os::fd::OwnedFd>) -> io::Result<bool> {
+        (**self).notify_on(eventfd)
     }
 }
 

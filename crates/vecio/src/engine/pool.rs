@@ -1,6 +1,8 @@
 //! [`PoolEngine`]: thread-pool engine with the fast-read policy (documented on the type).
 
 use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
@@ -41,6 +43,8 @@ struct CompletionGuard {
     tx: Sender<Cqe>,
     tag: u64,
     sent: bool,
+    /// Signalled after the completion is posted, when the engine was asked to.
+    notify: Option<Arc<OwnedFd>>,
 }
 
 impl CompletionGuard {
@@ -50,6 +54,14 @@ impl CompletionGuard {
             tag: self.tag,
             result,
         });
+        self.signal();
+    }
+
+    /// Adds 1 to the eventfd's counter (`eventfd(2)`), so a waiter on it wakes.
+    fn signal(&self) {
+        if let Some(fd) = &self.notify {
+            let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
+        }
     }
 }
 
@@ -60,6 +72,7 @@ impl Drop for CompletionGuard {
                 tag: self.tag,
                 result: -(libc::EIO as i64),
             });
+            self.signal();
         }
     }
 }
@@ -91,6 +104,8 @@ pub struct PoolEngine {
     counters: Counters,
     policy: FastReadPolicy,
     totals: FastReadState,
+    /// The eventfd workers signal after each completion, once asked for.
+    notify: Option<Arc<OwnedFd>>,
 }
 
 impl PoolEngine {
@@ -112,6 +127,7 @@ impl PoolEngine {
             counters: Counters::default(),
             policy: opts.fast_read,
             totals: FastReadState::default(),
+            notify: None,
         })
     }
 
@@ -200,6 +216,7 @@ impl PoolEngine {
             tx: self.done_tx.clone(),
             tag: op.tag,
             sent: false,
+            notify: self.notify.clone(),
         };
         let rest = Remainder(rest);
         let job = move || {
@@ -306,6 +323,11 @@ impl Engine for PoolEngine {
 
     fn counters(&self) -> Counters {
         self.counters
+    }
+
+    fn notify_on(&mut self, eventfd: Arc<OwnedFd>) -> io::Result<bool> {
+        self.notify = Some(eventfd);
+        Ok(true)
     }
 }
 

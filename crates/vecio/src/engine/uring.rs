@@ -51,6 +51,8 @@ pub struct UringEngine {
     queued: usize,
     in_flight: usize,
     counters: Counters,
+    /// The eventfd registered with the ring, kept open as long as the ring uses it.
+    eventfd: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 // SAFETY: the ring is only used through &mut self; the raw pointers inside ops are the
@@ -100,6 +102,7 @@ impl UringEngine {
             queued: 0,
             in_flight: 0,
             counters: Counters::default(),
+            eventfd: None,
         })
     }
 
@@ -355,6 +358,21 @@ impl Engine for UringEngine {
         };
         self.pools.push(pool.region().clone());
         Ok(())
+    }
+
+    fn notify_on(&mut self, eventfd: Arc<std::os::fd::OwnedFd>) -> io::Result<bool> {
+        if self.opts.single_thread {
+            // A DEFER_TASKRUN ring posts completions only when its own thread enters it: an
+            // eventfd would never fire while that thread waits elsewhere.
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if self.eventfd.is_some() {
+            self.ring.submitter().unregister_eventfd()?;
+        }
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&*eventfd);
+        self.ring.submitter().register_eventfd(fd)?;
+        self.eventfd = Some(eventfd);
+        Ok(true)
     }
 }
 

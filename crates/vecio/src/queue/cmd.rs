@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use rustix::fs::FallocateFlags;
 
-use super::{Completion, InFlight, Queue};
-use crate::engine::Cmd;
+use super::inflight::{InFlight, Plan, Stage};
+use super::Queue;
+use crate::engine::{Cmd, Op};
 use crate::error::{Error, Invalid};
+use crate::request::{Progress, Step};
 use crate::{Dir, File, RwFlags};
 
 impl Queue {
@@ -32,10 +34,10 @@ impl Queue {
     /// Queues an `fallocate(2)` of `len` bytes at `offset` with `mode` (allocate, or
     /// `PUNCH_HOLE | KEEP_SIZE`, `ZERO_RANGE`, ...); it completes with `Ok(0)`.
     ///
-    /// On a buffered file it goes through the engine like any request. On a direct file it
-    /// must hold its blocks exclusive against read-modify-writes (see `docs/engine.md`,
-    /// "Locking rules"), so for now it waits for this queue's requests in flight and runs as
-    /// the blocking, locked [`File::fallocate`]; its completion is ready at the next reap.
+    /// It holds the whole blocks it touches exclusive, as [`File::fallocate`] does, so no
+    /// read-modify-write can write stale bytes over a punched or zeroed range: it waits,
+    /// parked in the queue, for requests over those blocks, and goes through the engine like
+    /// any request (`IORING_OP_FALLOCATE` on io_uring). Nothing drains.
     pub fn push_fallocate(
         &mut self,
         file: &Arc<File>,
@@ -59,36 +61,17 @@ impl Queue {
         let Some(len) = usize::try_from(len).ok().filter(|_| {
             offset
                 .checked_add(len)
-                .is_some_and(|e| e <= crate::batch::MAX_OFFSET)
+                .is_some_and(|e| e <= crate::request::MAX_OFFSET)
         }) else {
             return Err(invalid(Invalid::Overflow));
         };
-        if !file.is_direct() {
-            return self.push_cmd(
-                file,
-                Cmd::Fallocate(mode.bits() as i32),
-                offset,
-                len,
-                user_data,
-            );
-        }
-        if let Err(e) = self.submit_and_wait(self.in_flight) {
-            tracing::warn!("draining before a blocking fallocate: {e}");
-        }
-        let result = file
-            .fallocate(mode, offset, len as u64)
-            .map(|()| 0)
-            .map_err(|e| {
-                let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                file.request_error(0, offset, RwFlags::empty(), errno)
-            });
-        self.ready.push(Completion {
+        self.push_cmd(
+            file,
+            Cmd::Fallocate(mode.bits() as i32),
+            offset,
+            len,
             user_data,
-            result,
-            stopped_by: None,
-            bufs: Vec::new(),
-        });
-        Ok(())
+        )
     }
 
     fn push_cmd(
@@ -99,33 +82,61 @@ impl Queue {
         len: usize,
         user_data: u64,
     ) -> crate::Result<()> {
-        let mut iov = self.spare_iov.pop().unwrap_or_default();
-        iov.clear();
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(None);
-            self.slots.len() - 1
-        });
-        self.slots[slot] = Some(InFlight {
+        let iov = self.spare_iov.take();
+        let slot = self.new_slot(InFlight {
             file: file.clone(),
             user_data,
-            offset,
-            dir: Dir::Source,
+            at: Progress::new(offset, Dir::Source),
             flags: RwFlags::empty(),
             bufs: Vec::new(),
             iov,
             first: 0,
-            done: 0,
             pool: None,
             ticket: None,
-            cmd,
-            cmd_len: len,
+            stage: Stage::Parked,
+            plan: Plan::Command(cmd, len),
+            pending: 0,
+            op_iov: Vec::new(),
         });
-        self.in_flight += 1;
-        if let Err(e) = self.issue(slot) {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            self.take(slot);
-            return Err(file.request_error(0, offset, RwFlags::empty(), errno));
-        }
-        Ok(())
+        self.admit(slot);
+        self.take_back_if_refused(slot).map_err(|e| e.error)
+    }
+
+    /// Pushes a request's command.
+    pub(super) fn issue_command(&mut self, slot: usize) {
+        let Some(f) = self.slots[slot].as_ref() else {
+            return;
+        };
+        let Stage::Command { cmd, len } = f.stage else {
+            return;
+        };
+        let op = Op {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&*f.file),
+            file_id: f.file.id(),
+            offset: f.at.offset,
+            iov: std::ptr::null(),
+            nr_segs: 0,
+            len,
+            dir: Dir::Source,
+            flags: RwFlags::empty(),
+            pool: None,
+            tag: slot as u64,
+            fast: std::ptr::null(),
+            cmd,
+        };
+        self.push_op(slot, op);
+    }
+
+    /// A command completed.
+    pub(super) fn on_command(&mut self, slot: usize, result: i64) {
+        let step = if result < 0 {
+            Step::Failed(-result as i32)
+        } else {
+            Step::Done {
+                bytes: 0,
+                error: None,
+            }
+        };
+        self.finish(slot, step);
     }
 }

@@ -214,7 +214,7 @@ pub fn queue_read(
     flags: RwFlags,
 ) -> (vecio::Result<usize>, Vec<u8>) {
     q.push_read(file, off, vec![OwnedBuf::Vec(vec![0; len])], flags, 7)
-        .map_err(|(e, _)| e)
+        .map_err(|e| e.error)
         .unwrap();
     q.submit_and_wait(1).unwrap();
     let mut done = Vec::new();
@@ -304,7 +304,7 @@ pub fn read_through(
                     .collect();
                 queue
                     .push_read(file, r.off, bufs, RwFlags::empty(), i as u64)
-                    .map_err(|(e, _)| e)
+                    .map_err(|e| e.error)
                     .unwrap();
             }
             queue.submit_and_wait(reads.len()).unwrap();

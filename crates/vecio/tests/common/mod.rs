@@ -241,3 +241,22 @@ pub mod fast_read;
 
 /// Helpers of the thread-pool engine tests (`pool_*.rs`).
 pub mod pool;
+
+/// Runs `case` on its own thread and fails if it does not finish within 20 s, so a test of a
+/// would-be hang fails instead of hanging the suite.
+pub fn within_timeout(what: &str, case: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        case();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(()) => t.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(p) = t.join() {
+                std::panic::resume_unwind(p)
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: hung"),
+    }
+}

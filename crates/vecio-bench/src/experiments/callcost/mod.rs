@@ -154,7 +154,7 @@ pub struct CallcostReport {
 
 /// Reads the page `calls` times through `variant`. This is also what the callgrind worker runs.
 pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
-    let file = File::options().direct(Direct::Off).open(path)?;
+    let file = File::options().read(true).direct(Direct::Off).open(path)?;
     let mut buf = vec![0u8; CALL];
     match variant {
         Variant::RawPread => {

@@ -10,7 +10,7 @@ pub(super) fn raw_baseline(
     runtime: Duration,
     rng: &mut SmallRng,
 ) -> Result<Latency> {
-    let file = File::options().direct(Direct::Off).open(path)?;
+    let file = File::options().read(true).direct(Direct::Off).open(path)?;
     let mut h = histogram();
     let mut buf = vec![0u8; READ];
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
@@ -100,7 +100,7 @@ pub(super) fn measure(
                 start: Instant::now(),
                 file,
             });
-            if let Err((e, b)) = q.push_read(
+            if let Err(vecio::PushError { error: e, bufs: b }) = q.push_read(
                 &handles[file],
                 block * READ as u64,
                 bufs,
@@ -143,7 +143,9 @@ pub(super) fn measure(
 /// The three files, buffered.
 fn open_all(files: &Files) -> Result<[Arc<File>; 3]> {
     let open = |p: &Path| -> Result<Arc<File>> {
-        Ok(Arc::new(File::options().direct(Direct::Off).open(p)?))
+        Ok(Arc::new(
+            File::options().read(true).direct(Direct::Off).open(p)?,
+        ))
     };
     Ok([
         open(&files.paths[0])?,
