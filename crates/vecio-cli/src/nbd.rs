@@ -7,7 +7,8 @@
 //! tells a script the server is ready. The server runs in the foreground and serves clients
 //! one after another until it is signalled (or, with `--oneshot`, until its first client has
 //! gone); then it lets every connection finish what it has in flight, flushes the file and
-//! exits 0. TLS options follow nbdkit (`--tls`, `--tls-certificates`, `--tls-verify-peer`).
+//! exits 0. Under systemd socket activation (`LISTEN_PID` is this process, `LISTEN_FDS` >= 1)
+//! it serves the passed sockets (fd 3 on) instead of binding any. TLS options follow nbdkit (`--tls`, `--tls-certificates`, `--tls-verify-peer`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -132,6 +133,11 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
 
 /// Runs `vecio nbd`.
 pub fn run(a: NbdArgs) -> Result<()> {
+    // Socket activation: taken (and the variables unset) before anything starts a thread.
+    let passed = vecio_nbd::listen_fds();
+    if !passed.is_empty() && (a.socket.is_some() || a.port.is_some()) {
+        anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U or -p");
+    }
     let export = Export::open(
         &a.file,
         ExportOptions {
@@ -158,6 +164,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
         },
     )?;
     let socket = match (&a.socket, a.port) {
+        _ if !passed.is_empty() => None,
         (Some(s), _) => Some(s.clone()),
         (None, None) => {
             let mut s = a.file.clone().into_os_string();
@@ -173,6 +180,15 @@ pub fn run(a: NbdArgs) -> Result<()> {
         _ => "nbd",
     };
     let mut lines = Vec::new();
+    for fd in passed {
+        lines.push(match server.listen_fd(fd)? {
+            vecio_nbd::ListenAddr::Unix(Some(p)) => {
+                format!("{scheme}+unix://{name}?socket={}", p.display())
+            }
+            vecio_nbd::ListenAddr::Unix(None) => "(passed Unix socket without a path)".into(),
+            vecio_nbd::ListenAddr::Tcp(at) => format!("{scheme}://{at}{name}"),
+        });
+    }
     if let Some(s) = &socket {
         server.listen_unix(s)?;
         let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
