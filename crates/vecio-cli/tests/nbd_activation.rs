@@ -75,3 +75,44 @@ fn a_socket_passed_as_fd_3_is_served_instead_of_binding_one() {
     assert_eq!(String::from_utf8_lossy(&size.stdout).trim(), "3145728");
     assert!(!default_sock, "no socket of its own is bound");
 }
+
+#[test]
+fn systemd_socket_activate_starts_the_server_on_the_first_client() {
+    if !have("nbdinfo") || !have("systemd-socket-activate") {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("vecio-nbd-ssa-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(5 << 20)
+        .unwrap();
+    let sock = dir.path().join("ssa.sock");
+    let mut launcher = Command::new("systemd-socket-activate")
+        .arg("-l")
+        .arg(&sock)
+        .arg(env!("CARGO_BIN_EXE_vecio"))
+        .arg("nbd")
+        .arg(&image)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !sock.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let uri = format!("nbd+unix:///?socket={}", sock.display());
+    // Bounded: a server that ignored the passed socket would leave nbdinfo waiting.
+    let size = Command::new("timeout")
+        .args(["20", "nbdinfo", "--size", &uri])
+        .output();
+    let _ = launcher.kill();
+    let _ = launcher.wait();
+    let size = size.unwrap();
+    assert!(size.status.success(), "{size:?}");
+    assert_eq!(String::from_utf8_lossy(&size.stdout).trim(), "5242880");
+}
