@@ -5,11 +5,12 @@
 //! Once listening, one line per socket goes to standard output with the URI a client uses
 //! (`nbd+unix:///?socket=...`, `nbd://ADDR:PORT`), after the pid file is written: either
 //! tells a script the server is ready. The server runs in the foreground (with `--fork`, in a
-//! child, the command returning once the sockets listen) and serves clients
-//! one after another until it is signalled (or, with `--oneshot`, until its first client has
-//! gone); then it lets every connection finish what it has in flight, flushes the file and
-//! exits 0. Under systemd socket activation (`LISTEN_PID` is this process, `LISTEN_FDS` >= 1)
-//! it serves the passed sockets (fd 3 on) instead of binding any. TLS options follow nbdkit (`--tls`, `--tls-certificates`, `--tls-verify-peer`).
+//! child, the command returning once the sockets listen) and serves clients one after another
+//! until it is signalled (or, with `--oneshot`, until its first client has gone); then it lets
+//! every connection finish what it has in flight, flushes the file and exits 0. Under systemd
+//! socket activation (`LISTEN_PID` is this process, `LISTEN_FDS` >= 1) it serves the passed
+//! sockets (fd 3 on) instead of binding any. TLS options follow nbdkit (`--tls`,
+//! `--tls-certificates`, `--tls-verify-peer`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
