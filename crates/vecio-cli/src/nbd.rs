@@ -4,10 +4,13 @@
 //! `-D`, `-r`, `-e/--shared`, `-b`, `-p`, `--pid-file`); the Unix socket is `-U` as in nbdkit.
 //! Once listening, one line per socket goes to standard output with the URI a client uses
 //! (`nbd+unix:///?socket=...`, `nbd://ADDR:PORT`), after the pid file is written: either
-//! tells a script the server is ready. The server runs in the foreground and serves clients
-//! one after another until it is signalled (or, with `--oneshot`, until its first client has
-//! gone); then it lets every connection finish what it has in flight, flushes the file and
-//! exits 0. TLS options follow nbdkit (`--tls`, `--tls-certificates`, `--tls-verify-peer`).
+//! tells a script the server is ready. The server runs in the foreground (with `--fork`, in a
+//! child, the command returning once the sockets listen) and serves clients one after another
+//! until it is signalled (or, with `--oneshot`, until its first client has gone); then it lets
+//! every connection finish what it has in flight, flushes the file and exits 0. Under systemd
+//! socket activation (`LISTEN_PID` is this process, `LISTEN_FDS` >= 1) it serves the passed
+//! sockets (fd 3 on) instead of binding any. TLS options follow nbdkit (`--tls`,
+//! `--tls-certificates`, `--tls-verify-peer`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -60,6 +63,10 @@ pub struct NbdArgs {
     /// Exit once the first client has disconnected (qemu-nbd's default without -t).
     #[arg(long)]
     pub oneshot: bool,
+    /// Return once the sockets listen; the server goes on in a child process of its own
+    /// session, as qemu-nbd's --fork (stop it with SIGTERM to the pid in --pid-file).
+    #[arg(long, conflicts_with = "exit_with_parent")]
+    pub fork: bool,
     /// Exit (as on SIGTERM) when the parent process dies: PR_SET_PDEATHSIG, as nbdkit does.
     #[arg(long)]
     pub exit_with_parent: bool,
@@ -132,6 +139,11 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
 
 /// Runs `vecio nbd`.
 pub fn run(a: NbdArgs) -> Result<()> {
+    // Socket activation: taken (and the variables unset) before anything starts a thread.
+    let passed = vecio_nbd::listen_fds();
+    if !passed.is_empty() && (a.socket.is_some() || a.port.is_some()) {
+        anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U or -p");
+    }
     let export = Export::open(
         &a.file,
         ExportOptions {
@@ -158,6 +170,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
         },
     )?;
     let socket = match (&a.socket, a.port) {
+        _ if !passed.is_empty() => None,
         (Some(s), _) => Some(s.clone()),
         (None, None) => {
             let mut s = a.file.clone().into_os_string();
@@ -173,6 +186,15 @@ pub fn run(a: NbdArgs) -> Result<()> {
         _ => "nbd",
     };
     let mut lines = Vec::new();
+    for fd in passed {
+        lines.push(match server.listen_fd(fd)? {
+            vecio_nbd::ListenAddr::Unix(Some(p)) => {
+                format!("{scheme}+unix://{name}?socket={}", p.display())
+            }
+            vecio_nbd::ListenAddr::Unix(None) => "(passed Unix socket without a path)".into(),
+            vecio_nbd::ListenAddr::Tcp(at) => format!("{scheme}://{at}{name}"),
+        });
+    }
     if let Some(s) = &socket {
         server.listen_unix(s)?;
         let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
@@ -189,6 +211,9 @@ pub fn run(a: NbdArgs) -> Result<()> {
             };
             lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
         }
+    }
+    if a.fork {
+        fork_server(&lines, a.pid_file.as_deref())?; // returns in the child only
     }
     let stop = server.shutdown_handle();
     crate::signals::on_stop(move |sig| {
@@ -220,6 +245,44 @@ pub fn run(a: NbdArgs) -> Result<()> {
         let _ = std::fs::remove_file(p);
     }
     Ok(result?)
+}
+
+/// `--fork`: the parent writes the pid file with the child's pid, prints the URIs and exits 0
+/// (without running destructors: the sockets and their files are the child's); the child
+/// starts a session of its own, with standard input and output on /dev/null, and returns.
+fn fork_server(lines: &[String], pid_file: Option<&std::path::Path>) -> Result<()> {
+    std::io::stdout().flush()?;
+    // SAFETY: called before this process starts any thread (the signal thread comes after),
+    // so the child is a whole copy; it only returns into ordinary Rust code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error()).context("--fork: fork(2)");
+    }
+    if pid > 0 {
+        if let Some(p) = pid_file {
+            std::fs::write(p, format!("{pid}\n"))
+                .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+        }
+        let mut out = std::io::stdout().lock();
+        for l in lines {
+            writeln!(out, "{l}")?;
+        }
+        out.flush()?;
+        std::process::exit(0);
+    }
+    let _ = rustix::process::setsid();
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .context("--fork: /dev/null")?;
+    for fd in [0, 1] {
+        // SAFETY: dup2 onto the standard descriptors; `null` stays open across the call.
+        if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) } < 0 {
+            return Err(std::io::Error::last_os_error()).context("--fork: dup2");
+        }
+    }
+    Ok(())
 }
 
 /// The path part of an NBD URI naming `export` ("/" + name, or "/" for the default).

@@ -47,6 +47,9 @@ pub(crate) fn check(r: &Request, l: &Limits) -> Result<(), u32> {
     match r.kind {
         cmd::FLUSH if r.offset != 0 || r.len != 0 => return Err(errno::EINVAL),
         cmd::FLUSH => return Ok(()),
+        // Over the advertised maximum: NBD_EOVERFLOW where structured replies allow it
+        // (the protocol keeps simple replies to NBD_EINVAL).
+        cmd::READ if r.len > MAX_PAYLOAD && l.structured => return Err(errno::EOVERFLOW),
         cmd::READ | cmd::WRITE if r.len > MAX_PAYLOAD => return Err(errno::EINVAL),
         cmd::BLOCK_STATUS if !l.meta || r.len == 0 => return Err(errno::EINVAL),
         _ => {}
@@ -97,6 +100,22 @@ mod tests {
     }
 
     #[test]
+    fn reads_over_the_maximum_are_eoverflow_with_structured_replies_einval_without() {
+        let big = MAX_PAYLOAD + 1;
+        let l = Limits { size: 1 << 40, ..L };
+        assert_eq!(check(&req(cmd::READ, 0, 0, big), &l), Err(errno::EOVERFLOW));
+        let simple = Limits {
+            structured: false,
+            ..l
+        };
+        assert_eq!(
+            check(&req(cmd::READ, 0, 0, big), &simple),
+            Err(errno::EINVAL)
+        );
+        assert_eq!(check(&req(cmd::READ, 0, 0, MAX_PAYLOAD), &l), Ok(()));
+    }
+
+    #[test]
     fn past_the_end_is_refused_with_the_documented_error() {
         assert_eq!(
             check(&req(cmd::READ, 0, 1 << 20, 1), &L),
@@ -125,7 +144,7 @@ mod tests {
         assert_eq!(check(&req(cmd::WRITE, 2, 0, 1), &L), Err(errno::EINVAL));
         assert_eq!(check(&req(cmd::READ, 0x100, 0, 1), &L), Err(errno::EINVAL));
         assert_eq!(
-            check(&req(cmd::READ, 0, 0, (32 << 20) + 1), &L),
+            check(&req(cmd::WRITE, 0, 0, (32 << 20) + 1), &L),
             Err(errno::EINVAL)
         );
         assert_eq!(check(&req(cmd::FLUSH, 0, 1, 0), &L), Err(errno::EINVAL));

@@ -28,9 +28,10 @@ use crate::error::{Error, Malformed, Result};
 use crate::export::Export;
 use crate::handshake::Session;
 use crate::ops;
-use crate::proto::{self, cmd, errno, nbd_errno, CmdFlags, Request};
+use crate::proto::{self, cmd, errno, nbd_errno, CmdFlags, Extent, Request};
 use crate::recv::{Inbox, Msg, Recv};
 use crate::send::Outbox;
+use crate::sparse::{self, Layout};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use vecio::{BufPool, BufPoolOptions};
 
@@ -67,6 +68,8 @@ struct Pending {
     /// Bytes of a write already done by earlier attempts.
     done: u32,
     retries: u8,
+    /// The extents of a sparse read (holes answered as hole chunks).
+    extents: Option<Vec<Extent>>,
 }
 
 /// One client connection in transmission.
@@ -270,7 +273,12 @@ impl Conn {
     }
 
     fn slot(&mut self, req: Request, done: u32, retries: u8) -> usize {
-        let p = Pending { req, done, retries };
+        let p = Pending {
+            req,
+            done,
+            retries,
+            extents: None,
+        };
         self.in_flight += 1;
         match self.free_slots.pop() {
             Some(i) => {
@@ -292,8 +300,25 @@ impl Conn {
     }
 
     fn read(&mut self, req: Request) {
+        let sparse = self.session.structured && !req.cmd_flags().contains(CmdFlags::DF);
+        let layout = match sparse {
+            true => sparse::layout(&self.export, req.offset, req.len),
+            false => Layout::Data,
+        };
+        let extents = match layout {
+            Layout::Hole => {
+                let chunk = proto::offset_hole_chunk(req.cookie, req.offset, req.len, true);
+                self.tx.push(&chunk, None);
+                return;
+            }
+            Layout::Mixed(extents) => Some(extents),
+            Layout::Data => None,
+        };
         let buf = self.bufs.get(req.len as usize);
         let slot = self.slot(req, 0, 0);
+        if let Some(Some(p)) = self.pending.get_mut(slot) {
+            p.extents = extents;
+        }
         let file = self.export.file().clone();
         let bufs = vec![OwnedBuf::Aligned(buf)];
         if let Err(vecio::PushError { error: e, bufs }) =
@@ -424,7 +449,13 @@ impl Conn {
                     // kernel's loop driver does for a short read.
                     buf[n..].fill(0);
                 }
-                self.reply_read(&p.req, buf);
+                match p.extents {
+                    Some(ref extents) if self.closing != Some(Closing::Gone) => {
+                        let (c, off) = (p.req.cookie, p.req.offset);
+                        sparse::reply(&mut self.tx, &mut self.bufs, c, off, buf, extents);
+                    }
+                    _ => self.reply_read(&p.req, buf),
+                }
             }
             Err(e) => {
                 self.bufs.put(buf);

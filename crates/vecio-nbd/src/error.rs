@@ -27,10 +27,17 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// A Unix socket path is taken by a live server (or is not a socket).
+    /// A Unix socket path is taken by a live server.
     #[error("{path}: already in use", path = path.display())]
     SocketInUse {
         /// The socket path.
+        path: PathBuf,
+    },
+    /// A Unix socket path names something that is not a socket (a file, a directory...),
+    /// which the server will not replace.
+    #[error("{path}: exists and is not a socket", path = path.display())]
+    NotASocket {
+        /// The path given for the socket.
         path: PathBuf,
     },
     /// A configuration value is out of range.

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod activation;
 mod check;
 mod conn;
 mod error;
@@ -28,11 +29,13 @@ pub mod proto;
 mod recv;
 mod send;
 mod server;
+mod sparse;
 mod stream;
 mod tls;
 
+pub use activation::listen_fds;
 pub use error::{Error, Malformed, Result};
 pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
-pub use server::{Server, ServerOptions};
+pub use server::{ListenAddr, Server, ServerOptions};
 pub use stream::ShutdownHandle;
 pub use tls::{Tls, TlsMode};

@@ -63,7 +63,11 @@ impl Default for ServerOptions {
 }
 
 enum Listener {
-    Unix { l: UnixListener, path: PathBuf },
+    /// `path`: the socket file to remove at the end (`None`: not ours, e.g. systemd's).
+    Unix {
+        l: UnixListener,
+        path: Option<PathBuf>,
+    },
     Tcp(TcpListener),
 }
 
@@ -88,10 +92,22 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        if let Listener::Unix { path, .. } = self {
+        if let Listener::Unix {
+            path: Some(path), ..
+        } = self
+        {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// Where a passed socket listens ([`Server::listen_fd`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenAddr {
+    /// A Unix socket, with its path (`None`: abstract or unnamed).
+    Unix(Option<PathBuf>),
+    /// A TCP socket.
+    Tcp(SocketAddr),
 }
 
 /// An NBD server of one [`Export`] (see the crate documentation).
@@ -125,12 +141,17 @@ impl Server {
     }
 
     /// Listens on the Unix socket `path` (`bind(2)`, `listen(2)`). A stale socket left by a
-    /// server that is gone is replaced; a live one, or a path that is not a socket, is
-    /// [`Error::SocketInUse`]. The socket file is removed when the server stops.
+    /// server that is gone is replaced; a live one is [`Error::SocketInUse`], and a path
+    /// that is not a socket is [`Error::NotASocket`]. The socket file is removed when the server stops.
     pub fn listen_unix(&mut self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         if let Ok(meta) = std::fs::symlink_metadata(path) {
-            let stale = meta.file_type().is_socket() && UnixStream::connect(path).is_err();
+            if !meta.file_type().is_socket() {
+                return Err(Error::NotASocket {
+                    path: path.to_path_buf(),
+                });
+            }
+            let stale = UnixStream::connect(path).is_err();
             if !stale {
                 return Err(Error::SocketInUse {
                     path: path.to_path_buf(),
@@ -146,9 +167,46 @@ impl Server {
         l.set_nonblocking(true).map_err(listen_err)?;
         self.listeners.push(Listener::Unix {
             l,
-            path: path.to_path_buf(),
+            path: Some(path.to_path_buf()),
         });
         Ok(())
+    }
+
+    /// Listens on a socket already bound and listening, such as one passed by systemd socket
+    /// activation ([`crate::listen_fds`]): a Unix or TCP stream socket. Returns where it
+    /// listens: the socket path, or the TCP address. The socket file of a Unix socket is
+    /// left in place at the end (whoever bound it owns it).
+    pub fn listen_fd(&mut self, fd: std::os::fd::OwnedFd) -> Result<ListenAddr> {
+        let listen_err = |source| Error::Listen {
+            addr: "passed socket".into(),
+            source,
+        };
+        let addr = rustix::net::getsockname(&fd).map_err(|e| listen_err(e.into()))?;
+        use rustix::net::AddressFamily;
+        let (listener, at) = match addr.address_family() {
+            AddressFamily::UNIX => {
+                let l = UnixListener::from(fd);
+                let path = l.local_addr().map_err(listen_err)?;
+                let path = path.as_pathname().map(Path::to_path_buf);
+                (Listener::Unix { l, path: None }, ListenAddr::Unix(path))
+            }
+            AddressFamily::INET | AddressFamily::INET6 => {
+                let l = TcpListener::from(fd);
+                let local = l.local_addr().map_err(listen_err)?;
+                (Listener::Tcp(l), ListenAddr::Tcp(local))
+            }
+            _ => {
+                let e = io::Error::new(io::ErrorKind::InvalidInput, "not a Unix or TCP socket");
+                return Err(listen_err(e));
+            }
+        };
+        match &listener {
+            Listener::Unix { l, .. } => l.set_nonblocking(true),
+            Listener::Tcp(l) => l.set_nonblocking(true),
+        }
+        .map_err(listen_err)?;
+        self.listeners.push(listener);
+        Ok(at)
     }
 
     /// Listens on TCP `addr`; returns the address bound (with the port chosen when `addr`

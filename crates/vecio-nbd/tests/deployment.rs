@@ -54,3 +54,25 @@ fn a_oneshot_server_stops_after_its_client_and_a_persistent_one_does_not() {
         assert!(!socket.exists(), "the socket file is removed");
     }
 }
+
+#[test]
+fn a_socket_path_that_is_a_regular_file_is_refused_as_not_a_socket() {
+    let dir = scratch();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let taken = dir.path().join("not-a-socket");
+    std::fs::write(&taken, b"keep me").unwrap();
+    let export = Export::open(&image, Default::default()).unwrap();
+    let mut srv = Server::new(export, ServerOptions::default()).unwrap();
+    let err = srv.listen_unix(&taken).unwrap_err().to_string();
+    assert!(err.contains("exists and is not a socket"), "{err}");
+    assert!(!err.contains("already in use"), "{err}");
+    assert_eq!(
+        std::fs::read(&taken).unwrap(),
+        b"keep me",
+        "the file is left alone"
+    );
+}

@@ -337,6 +337,30 @@ pub fn offset_data_header(cookie: u64, offset: u64, len: u32) -> [u8; OFFSET_DAT
     b
 }
 
+/// The header (and offset field) of an `NBD_REPLY_TYPE_OFFSET_DATA` chunk that is not the
+/// last of its reply (a piece of a sparse read); the data follows it on the wire.
+pub fn offset_data_piece(cookie: u64, offset: u64, len: u32) -> [u8; OFFSET_DATA_HEADER_LEN] {
+    let mut b = offset_data_header(cookie, offset, len);
+    b[4..6].copy_from_slice(&ReplyFlags::empty().bits().to_be_bytes());
+    b
+}
+
+/// An `NBD_REPLY_TYPE_OFFSET_HOLE` chunk: `len` bytes at `offset` read as zeroes. `done`
+/// sets `NBD_REPLY_FLAG_DONE` (the hole is the whole reply).
+pub fn offset_hole_chunk(cookie: u64, offset: u64, len: u32, done: bool) -> [u8; 32] {
+    let flags = if done {
+        ReplyFlags::DONE
+    } else {
+        ReplyFlags::empty()
+    };
+    let mut b = [0u8; 32];
+    let h = structured_header(flags, reply_type::OFFSET_HOLE, cookie, 12);
+    b[..STRUCTURED_HEADER_LEN].copy_from_slice(&h);
+    b[STRUCTURED_HEADER_LEN..28].copy_from_slice(&offset.to_be_bytes());
+    b[28..].copy_from_slice(&len.to_be_bytes());
+    b
+}
+
 /// A final `NBD_REPLY_TYPE_NONE` chunk.
 pub fn none_chunk(cookie: u64) -> [u8; STRUCTURED_HEADER_LEN] {
     structured_header(ReplyFlags::DONE, reply_type::NONE, cookie, 0)

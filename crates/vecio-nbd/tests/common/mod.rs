@@ -327,6 +327,11 @@ impl Raw {
             self.s.read_exact(&mut payload)?;
             match kind {
                 proto::reply_type::OFFSET_DATA => reply.data.extend_from_slice(&payload[8..]),
+                // A hole (vecio sends a sparse read's chunks in order): zeroes.
+                proto::reply_type::OFFSET_HOLE => {
+                    let n = u32::from_be_bytes(payload[8..12].try_into().unwrap());
+                    reply.data.resize(reply.data.len() + n as usize, 0);
+                }
                 proto::reply_type::BLOCK_STATUS => reply.data = payload,
                 proto::reply_type::NONE => {}
                 k if k & 0x8000 != 0 => {

@@ -1,0 +1,107 @@
+//! Sparse reads on the wire, seen by libnbd (python3-libnbd, as nbdsh uses it): holes come
+//! back as `NBD_REPLY_TYPE_OFFSET_HOLE` chunks, `NBD_CMD_FLAG_DF` still gets one data chunk,
+//! a simple-reply client still gets zeroes, and a read over the advertised maximum is
+//! `EOVERFLOW` (structured) or `EINVAL` (simple).
+
+mod common;
+
+use std::io::{Seek, SeekFrom, Write};
+use std::process::Command;
+
+use common::{random_bytes, scratch, start_on, Opts};
+
+const KIB: u64 = 1024;
+
+/// The Python that has libnbd's module (nbdsh's own interpreter), or `None` with the reason.
+fn python_with_libnbd() -> Option<&'static str> {
+    for py in ["/usr/bin/python3", "python3"] {
+        let ok = Command::new(py)
+            .args(["-c", "import nbd"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    eprintln!("SKIP: python3-libnbd is not installed (scripts/setup installs it)");
+    None
+}
+
+const SCRIPT: &str = r#"
+import errno, sys, nbd
+uri, path = sys.argv[1], sys.argv[2]
+want = open(path, "rb").read(256 * 1024)
+
+def chunks_of(h, count, offset, flags=0):
+    seen = []
+    def cb(sub, off, status, err):
+        seen.append((off, len(sub), status))
+        return 0
+    buf = h.pread_structured(count, offset, cb, flags)
+    return bytes(buf), sorted(seen)
+
+h = nbd.NBD()
+h.connect_uri(uri)
+assert h.get_structured_replies_negotiated(), "structured replies"
+K = 1024
+data, seen = chunks_of(h, 256 * K, 0)
+assert data == want, "mixed read bytes"
+assert seen == [(0, 64 * K, nbd.READ_DATA), (64 * K, 128 * K, nbd.READ_HOLE),
+                (192 * K, 64 * K, nbd.READ_DATA)], seen
+data, seen = chunks_of(h, 64 * K, 1024 * K)
+assert data == bytes(64 * K), "hole bytes"
+assert seen == [(1024 * K, 64 * K, nbd.READ_HOLE)], seen
+data, seen = chunks_of(h, 256 * K, 0, nbd.CMD_FLAG_DF)
+assert data == want, "DF bytes"
+assert seen == [(0, 256 * K, nbd.READ_DATA)], seen
+maximum = h.get_block_size(nbd.SIZE_MAXIMUM)
+h.set_strict_mode(0)
+try:
+    h.pread(maximum + 4096, 0)
+    raise SystemExit("a read over the maximum succeeded")
+except nbd.Error as e:
+    assert e.errnum == errno.EOVERFLOW, e
+assert h.pread(4096, 0) == want[:4096], "connection still serves"
+
+s = nbd.NBD()
+s.set_request_structured_replies(False)
+s.connect_uri(uri)
+assert not s.get_structured_replies_negotiated()
+assert s.pread(256 * K, 0) == want, "simple reply bytes"
+s.set_strict_mode(0)
+try:
+    s.pread(maximum + 4096, 0)
+    raise SystemExit("a simple read over the maximum succeeded")
+except nbd.Error as e:
+    assert e.errnum == errno.EINVAL, e
+print("ok")
+"#;
+
+#[test]
+fn holes_are_hole_chunks_df_is_one_chunk_and_oversized_reads_overflow() {
+    let Some(py) = python_with_libnbd() else {
+        return;
+    };
+    let dir = scratch();
+    let image = dir.path().join("sparse.img");
+    let mut f = std::fs::File::create(&image).unwrap();
+    f.set_len(64 << 20).unwrap();
+    for (at, seed) in [(0, 1), (192 * KIB, 2)] {
+        f.seek(SeekFrom::Start(at)).unwrap();
+        f.write_all(&random_bytes(64 * KIB as usize, seed)).unwrap();
+    }
+    f.sync_all().unwrap();
+    drop(f);
+    let srv = start_on(dir, image.clone(), Opts::default());
+    let out = Command::new(py)
+        .args(["-c", SCRIPT, &srv.unix_uri()])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
