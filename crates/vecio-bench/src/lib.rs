@@ -22,6 +22,7 @@ pub mod fuse;
 pub mod loopdev;
 pub mod meta;
 pub mod nowait;
+pub mod tokio_reads;
 pub mod writev;
 pub mod zipf;
 
