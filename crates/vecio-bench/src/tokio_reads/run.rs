@@ -80,7 +80,7 @@ fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, 
     let blocks = |len: u64| (len / READ as u64).max(1);
     let r = match scenario {
         "cached" => 0,
-        "direct" => 1,
+        "direct" => 80,
         _ => rng.gen_range(0..100),
     };
     if r < 73 {
