@@ -23,6 +23,7 @@ pub fn run(b: Bench) -> Result<()> {
     match b {
         Bench::Writev(a) => bench_writev(a),
         Bench::Nowait(a) => bench_nowait(a),
+        Bench::Tokio(a) => bench_tokio(a),
         Bench::Callcost(a) => bench_callcost(a),
         Bench::CallcostWorker(a) => callcost_worker(a),
         Bench::Loop(a) => bench_loop(a),
@@ -92,6 +93,21 @@ fn bench_nowait(a: NowaitArgs) -> Result<()> {
     };
     let report = nowait::run(&opts)?;
     print!("{}", nowait::render(&report));
+    write_json(a.json.as_deref(), &report)
+}
+
+fn bench_tokio(a: crate::cli::TokioArgs) -> Result<()> {
+    use vecio_bench::experiments::tokio_reads::{self, TokioOptions};
+    let opts = TokioOptions {
+        dir: a.dir,
+        medium: a.medium,
+        large: a.size,
+        runtime: a.runtime,
+        repeat: a.repeat,
+        tasks: a.tasks,
+    };
+    let report = tokio_reads::run(&opts)?;
+    print!("{}", tokio_reads::render(&report));
     write_json(a.json.as_deref(), &report)
 }
 

@@ -71,6 +71,8 @@ pub enum Bench {
     Writev(WritevArgs),
     /// preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool.
     Nowait(NowaitArgs),
+    /// tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, 73/18/9 mix (seed 003).
+    Tokio(TokioArgs),
     /// Expense of read_iter (2021): cost per call of a cached 4 KiB read, raw and through vecio.
     Callcost(CallcostArgs),
     /// Runs N calls of one callcost variant (what callgrind counts); not for direct use.
@@ -192,6 +194,32 @@ pub struct AllArgs {
     /// Do not count instructions with callgrind.
     #[arg(long)]
     pub no_callgrind: bool,
+}
+
+/// Options of `vecio bench tokio`.
+#[derive(Args, Debug, Clone)]
+pub struct TokioArgs {
+    /// Directory for the scratch files (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Size of the large (uncached, O_DIRECT) file.
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
+    pub size: u64,
+    /// Size of the cached file.
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
+    pub medium: u64,
+    /// Seconds per measurement.
+    #[arg(long, default_value = "3", value_parser = parse_seconds)]
+    pub runtime: std::time::Duration,
+    /// Repetitions.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Tasks in flight.
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
+    pub tasks: usize,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Options of `vecio bench nowait`.

@@ -9,6 +9,7 @@
 //! | [`nowait`] | `nowait` | 002, preadv2 and RWF_NOWAIT |
 //! | [`callcost`] | `callcost` | 003, the cost of read_iter |
 //! | [`fuse`] | `fuse` | 004, FUSE scatter-gather direct I/O |
+//! | [`tokio_reads`] | `tokio` | 002's experiment in today's Rust: tokio::fs against vecio-tokio |
 //!
 //! Adding an experiment: a folder here, a line below, a step in [`all`], a field in
 //! [`results::AllResults`] and its section in [`crate::report::sections`].
@@ -20,4 +21,5 @@ pub mod callcost;
 pub mod fuse;
 pub mod loopdev;
 pub mod nowait;
+pub mod tokio_reads;
 pub mod writev;

@@ -1,0 +1,311 @@
+//! Measuring one cell: `tasks` tokio tasks each reading 16 KiB at a time for `runtime`.
+
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use vecio::{AlignedBuf, Direct, EngineKind};
+
+use super::{TokioOptions, READ};
+use crate::harness::scratch::ScratchFile;
+
+/// One measured cell (scenario x path), its median run and the spread over runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// cached, direct or mix.
+    pub scenario: &'static str,
+    /// tokio::fs or vecio-tokio.
+    pub path: &'static str,
+    /// MiB/s per run.
+    pub mib_s: Vec<f64>,
+    /// p50 / p99 / p99.9 / mean latency (µs) of the median run.
+    pub p50_us: f64,
+    /// 99th percentile (µs).
+    pub p99_us: f64,
+    /// 99.9th percentile (µs).
+    pub p999_us: f64,
+    /// Mean latency (µs).
+    pub mean_us: f64,
+}
+
+/// Every cell of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokioReport {
+    /// Cells.
+    pub cells: Vec<Cell>,
+}
+
+/// Files of a run: the cached file, the large file.
+struct Files {
+    medium: ScratchFile,
+    large: ScratchFile,
+}
+
+/// Drops the large file from the page cache (`posix_fadvise(2)` DONTNEED).
+fn evict(f: &ScratchFile) -> Result<()> {
+    let file = std::fs::File::open(f.path())?;
+    // SAFETY: plain system call on an fd we own.
+    unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    Ok(())
+}
+
+/// Reads a whole file once so it is cached.
+fn warm(f: &ScratchFile) -> Result<()> {
+    let file = std::fs::File::open(f.path())?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while off < f.len() {
+        let n = file.read_at(&mut buf, off)?;
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// Which file and offset request `i` of task `t` reads in `scenario`.
+fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
+    let blocks = |len: u64| (len / READ as u64).max(1);
+    let r = match scenario {
+        "cached" => 0,
+        "direct" => 80,
+        _ => rng.gen_range(0..100),
+    };
+    if r < 73 {
+        (
+            false,
+            rng.gen_range(0..blocks(f.medium.len())) * READ as u64,
+        )
+    } else if r < 91 {
+        (true, rng.gen_range(0..blocks(f.large.len())) * READ as u64)
+    } else {
+        *seq = (*seq + READ as u64) % (blocks(f.large.len()) * READ as u64);
+        (true, *seq)
+    }
+}
+
+/// Latencies (ns) and bytes of one task.
+type TaskOut = (Vec<u64>, u64);
+
+async fn task_tokio_fs(
+    scenario: &'static str,
+    files: Arc<(Files, std::fs::File, std::fs::File)>,
+    seed: u64,
+    until: Instant,
+) -> TaskOut {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seq = seed * (64 << 20);
+    let (mut lat, mut bytes) = (Vec::new(), 0u64);
+    let mut buf = AlignedBuf::page_aligned(READ);
+    while Instant::now() < until {
+        let (large, off) = pick(scenario, &mut rng, &mut seq, &files.0);
+        let t = Instant::now();
+        let f = files.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let file = if large { &f.2 } else { &f.1 };
+            let n = file.read_at(&mut buf, off);
+            (n, buf)
+        })
+        .await;
+        let Ok((n, b)) = r else { break };
+        buf = b;
+        lat.push(t.elapsed().as_nanos() as u64);
+        bytes += n.unwrap_or(0) as u64;
+    }
+    (lat, bytes)
+}
+
+async fn task_vecio(
+    scenario: &'static str,
+    files: Arc<(Files, vecio_tokio::File, vecio_tokio::File)>,
+    seed: u64,
+    until: Instant,
+) -> TaskOut {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seq = seed * (64 << 20);
+    let (mut lat, mut bytes) = (Vec::new(), 0u64);
+    let mut buf = AlignedBuf::page_aligned(READ);
+    while Instant::now() < until {
+        let (large, off) = pick(scenario, &mut rng, &mut seq, &files.0);
+        let t = Instant::now();
+        let file = if large { &files.2 } else { &files.1 };
+        let (n, b) = file.read_at(buf, off).await;
+        buf = b;
+        lat.push(t.elapsed().as_nanos() as u64);
+        bytes += n.unwrap_or(0) as u64;
+    }
+    (lat, bytes)
+}
+
+/// Opens the large file: O_DIRECT for `direct` and the mix's large reads (as the seed).
+fn std_open(path: &std::path::Path, direct: bool) -> Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    Ok(o.open(path)?)
+}
+
+/// One measurement: (MiB/s, sorted latencies in ns).
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    scenario: &'static str,
+    path: &'static str,
+    files: Files,
+    opts: &TokioOptions,
+) -> Result<(f64, Vec<u64>, Files)> {
+    if scenario != "cached" {
+        evict(&files.large)?;
+    }
+    let until = Instant::now() + opts.runtime;
+    let start = Instant::now();
+    let (outs, files) = if path == "tokio::fs" {
+        let m = std_open(files.medium.path(), false)?;
+        let l = std_open(files.large.path(), true)?;
+        let shared = Arc::new((files, m, l));
+        let outs = rt.block_on(async {
+            let hs: Vec<_> = (0..opts.tasks as u64)
+                .map(|s| tokio::spawn(task_tokio_fs(scenario, shared.clone(), s + 1, until)))
+                .collect();
+            let mut outs = Vec::new();
+            for h in hs {
+                outs.push(h.await.unwrap_or_default());
+            }
+            outs
+        });
+        let files = Arc::try_unwrap(shared)
+            .ok()
+            .context("files still shared")?
+            .0;
+        (outs, files)
+    } else {
+        let (outs, files) = rt.block_on(async {
+            let driver = vecio_tokio::Driver::new(EngineKind::Uring.build()?)?;
+            let cached = vecio::File::options().read(true).direct(Direct::Off);
+            let direct = vecio::File::options().read(true).direct(Direct::On);
+            let m = driver.open(files.medium.path(), cached).await?;
+            let l = driver.open(files.large.path(), direct).await?;
+            let shared = Arc::new((files, m, l));
+            let hs: Vec<_> = (0..opts.tasks as u64)
+                .map(|s| tokio::spawn(task_vecio(scenario, shared.clone(), s + 1, until)))
+                .collect();
+            let mut outs = Vec::new();
+            for h in hs {
+                outs.push(h.await.unwrap_or_default());
+            }
+            let files = Arc::try_unwrap(shared)
+                .ok()
+                .context("files still shared")?
+                .0;
+            anyhow::Ok((outs, files))
+        })?;
+        (outs, files)
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let bytes: u64 = outs.iter().map(|o| o.1).sum();
+    let mut lat: Vec<u64> = outs.into_iter().flat_map(|o| o.0).collect();
+    lat.sort_unstable();
+    Ok((bytes as f64 / secs / (1 << 20) as f64, lat, files))
+}
+
+fn pct(lat: &[u64], p: f64) -> f64 {
+    if lat.is_empty() {
+        return 0.0;
+    }
+    let i = ((lat.len() as f64 * p) as usize).min(lat.len() - 1);
+    lat[i] as f64 / 1000.0
+}
+
+/// Runs every cell `repeat` times.
+pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let dir = opts.dir.as_deref();
+    let mut files = Files {
+        medium: ScratchFile::prepare(dir, None, opts.medium)?,
+        large: ScratchFile::prepare(dir, None, opts.large)?,
+    };
+    let mut cells = Vec::new();
+    for scenario in ["cached", "direct", "mix"] {
+        for path in ["tokio::fs", "vecio-tokio"] {
+            let mut runs = Vec::new();
+            for _ in 0..opts.repeat.max(1) {
+                warm(&files.medium)?;
+                let (bw, lat, f) = measure(&rt, scenario, path, files, opts)?;
+                files = f;
+                runs.push((bw, lat));
+            }
+            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mib_s = runs.iter().map(|r| r.0).collect();
+            let lat = &runs[runs.len() / 2].1;
+            let mean = lat.iter().sum::<u64>() as f64 / lat.len().max(1) as f64 / 1000.0;
+            cells.push(Cell {
+                scenario,
+                path,
+                mib_s,
+                p50_us: pct(lat, 0.5),
+                p99_us: pct(lat, 0.99),
+                p999_us: pct(lat, 0.999),
+                mean_us: mean,
+            });
+        }
+    }
+    Ok(TokioReport { cells })
+}
+
+/// The table and the targets (ok/MISS).
+pub fn render(r: &TokioReport) -> String {
+    let mut s = String::from(
+        "scenario  path          MiB/s (median [min-max])   p50 µs   p99 µs  p99.9 µs  mean µs\n",
+    );
+    for c in &r.cells {
+        let med = c.mib_s[c.mib_s.len() / 2];
+        let (lo, hi) = (c.mib_s[0], c.mib_s[c.mib_s.len() - 1]);
+        s += &format!(
+            "{:<9} {:<12} {:>8.0} [{:.0}-{:.0}] {:>14.1} {:>8.1} {:>9.1} {:>8.1}\n",
+            c.scenario, c.path, med, lo, hi, c.p50_us, c.p99_us, c.p999_us, c.mean_us
+        );
+    }
+    let get = |sc: &str, p: &str| r.cells.iter().find(|c| c.scenario == sc && c.path == p);
+    let verdict = |ok: bool| if ok { "ok" } else { "MISS" };
+    if let (Some(a), Some(b)) = (get("cached", "tokio::fs"), get("cached", "vecio-tokio")) {
+        let x = b.p50_us / a.p50_us;
+        s += &format!(
+            "target cached p50 <= 1/5 of tokio::fs: {:.3}x {}\n",
+            x,
+            verdict(x <= 0.2)
+        );
+    }
+    if let (Some(a), Some(b)) = (get("direct", "tokio::fs"), get("direct", "vecio-tokio")) {
+        let med = |c: &Cell| c.mib_s[c.mib_s.len() / 2];
+        let x = med(b) / med(a);
+        s += &format!(
+            "target direct bandwidth >= 1.5x tokio::fs: {:.2}x {}\n",
+            x,
+            verdict(x >= 1.5)
+        );
+    }
+    if let (Some(a), Some(b)) = (get("mix", "tokio::fs"), get("mix", "vecio-tokio")) {
+        let x = 1.0 - b.mean_us / a.mean_us;
+        s += &format!(
+            "target mix mean latency >= 30% lower: {:.0}% {}\n",
+            x * 100.0,
+            verdict(x >= 0.3)
+        );
+    }
+    s
+}
