@@ -16,6 +16,7 @@ use crate::experiments::fuse::{self, FuseOptions};
 use crate::experiments::loopdev::{self, LoopOptions};
 use crate::experiments::nowait::{self, NowaitOptions};
 use crate::experiments::results::{AllResults, Elapsed, NotMeasured, FORMAT};
+use crate::experiments::tokio_reads::{self, TokioOptions};
 use crate::experiments::writev::{self, WritevOptions};
 use crate::harness::overall::{self, Overall, Step};
 use crate::harness::setup::Setup;
@@ -40,9 +41,10 @@ pub struct AllOptions {
 }
 
 /// The experiments, in the order they run.
-pub const EXPERIMENTS: [(&str, &str); 5] = [
+pub const EXPERIMENTS: [(&str, &str); 6] = [
     ("writev", "seed 000"),
     ("nowait", "seed 002"),
+    ("tokio", "seed 002"),
     ("callcost", "seed 003"),
     ("loop", "seed 001"),
     ("fuse", "seed 004"),
@@ -55,6 +57,8 @@ pub struct Plan {
     pub writev: WritevOptions,
     /// RWF_NOWAIT fast reads.
     pub nowait: NowaitOptions,
+    /// seed 002's reads from tokio tasks: tokio::fs against vecio-tokio.
+    pub tokio: TokioOptions,
     /// single-buffer call cost.
     pub callcost: CallcostOptions,
     /// loop device over NBD.
@@ -92,6 +96,16 @@ impl Plan {
                 repeat: repeat(2, 3),
                 ..NowaitOptions::default()
             },
+            tokio: TokioOptions {
+                dir: opts.dir.clone(),
+                medium: opts
+                    .size
+                    .map_or(if q { 64 << 20 } else { 256 << 20 }, |s| s / 4),
+                large: size(256 << 20, 1 << 30),
+                runtime: secs(0.5, 3.0),
+                repeat: repeat(1, 3),
+                ..TokioOptions::default()
+            },
             callcost: CallcostOptions {
                 dir: opts.dir.clone(),
                 runtime: opts
@@ -121,7 +135,7 @@ impl Plan {
 
     /// How long each experiment should take here, in [`EXPERIMENTS`] order (the overheads
     /// per step were measured on a 2-core virtual machine, quick run of 2026-11-22).
-    pub fn estimates(&self) -> [Duration; 5] {
+    pub fn estimates(&self) -> [Duration; 6] {
         let fill = |bytes: u64| bytes as f64 / 400e6;
         let w = &self.writev;
         let fio = if w.fio { 2 } else { 0 };
@@ -130,6 +144,9 @@ impl Plan {
         let n = &self.nowait;
         let nsteps = (16 * n.repeat + 1) as f64;
         let nowait = nsteps * (n.runtime.as_secs_f64() + 0.05) + fill(n.medium + 2 * n.large);
+        let t = &self.tokio;
+        let tokio =
+            (6 * t.repeat) as f64 * (t.runtime.as_secs_f64() + 0.3) + fill(t.medium + t.large);
         let c = &self.callcost;
         let grind = if c.callgrind && crate::experiments::callcost::valgrind_version().is_some() {
             10.0
@@ -142,7 +159,14 @@ impl Plan {
         let loop_s = lsteps * (l.runtime.as_secs_f64() + 0.25) + 3.0 + fill(l.size);
         let fuse = fuse_estimate(&self.fuse, fill);
         let d = Duration::from_secs_f64;
-        [d(writev), d(nowait), d(callcost), d(loop_s), d(fuse)]
+        [
+            d(writev),
+            d(nowait),
+            d(tokio),
+            d(callcost),
+            d(loop_s),
+            d(fuse),
+        ]
     }
 }
 
@@ -244,6 +268,12 @@ fn run_one(
             let r = nowait::run(&plan.nowait)?;
             let text = nowait::render(&r);
             results.nowait = Some(r);
+            Ok(Ran(text))
+        }
+        "tokio" => {
+            let r = tokio_reads::run(&plan.tokio)?;
+            let text = tokio_reads::render(&r);
+            results.tokio = Some(r);
             Ok(Ran(text))
         }
         "callcost" => {

@@ -11,6 +11,7 @@ use crate::experiments::callcost::CallcostReport;
 use crate::experiments::fuse::FuseReport;
 use crate::experiments::loopdev::LoopReport;
 use crate::experiments::nowait::NowaitReport;
+use crate::experiments::tokio_reads::TokioReport;
 use crate::experiments::writev::WritevReport;
 use crate::harness::setup::Setup;
 
@@ -59,6 +60,9 @@ pub struct AllResults {
     /// Seed 002: RWF_NOWAIT fast reads.
     #[serde(default)]
     pub nowait: Option<NowaitReport>,
+    /// Seed 002's experiment in tokio: tokio::fs against vecio-tokio.
+    #[serde(default)]
+    pub tokio: Option<TokioReport>,
     /// Seed 003: the cost of a single-buffer read.
     #[serde(default)]
     pub callcost: Option<CallcostReport>,

@@ -6,6 +6,7 @@ use crate::experiments::nowait::{
     self, Cell as NowaitCell, Config, Latency, NowaitReport, Workload,
 };
 use crate::experiments::results::AllResults;
+use crate::experiments::tokio_reads::{self, TokioReport};
 use crate::report::fmt::{change_num, num, share_cell, summary_cell};
 use crate::report::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
 use crate::report::summary::{at_least, at_most, div, SummaryRow, Verdict};
@@ -56,7 +57,35 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
         });
     }
     s.targets = nowait::targets(n);
+    if let Some(t) = &r.tokio {
+        s.tables.push(tokio_table(t));
+        s.targets.extend(tokio_reads::targets(t));
+    }
     Ok(s)
+}
+
+/// The same reads from tokio tasks: tokio::fs (spawn_blocking) against vecio-tokio.
+fn tokio_table(r: &TokioReport) -> DataTable {
+    let mut t = DataTable::new(
+        "From an async service: 16 KiB reads by 32 tokio tasks, tokio::fs (every read through \
+         spawn_blocking) against vecio-tokio (cached reads inline with RWF_NOWAIT, the rest \
+         through io_uring); MiB/s median of the repetitions, latency in µs of the median run",
+        &["file", "path", "MiB/s", "mean", "p50", "p99", "p99.9"],
+    );
+    for (i, c) in r.cells.iter().enumerate() {
+        let at = |field: &str| format!("/tokio/cells/{i}/{field}");
+        let med = c.mib_s.get(c.mib_s.len() / 2).copied().unwrap_or(0.0);
+        t.rows.push(vec![
+            Cell::text(c.scenario.clone()),
+            Cell::text(c.path.clone()),
+            Cell::derived(med, format!("{med:.0}")),
+            Cell::json(c.mean_us, 1, at("mean_us")),
+            Cell::json(c.p50_us, 1, at("p50_us")),
+            Cell::json(c.p99_us, 1, at("p99_us")),
+            Cell::json(c.p999_us, 1, at("p999_us")),
+        ]);
+    }
+    t
 }
 
 fn raw(n: &NowaitReport) -> DataTable {

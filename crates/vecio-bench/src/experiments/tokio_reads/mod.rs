@@ -1,4 +1,4 @@
-//! `vecio bench tokio`: the 2015 preadv2 document's experiment (seed 003) in today's Rust.
+//! `vecio bench tokio`: the 2015 preadv2 document's experiment (seed 002) in today's Rust.
 //!
 //! 16 KiB reads, 32 tasks in flight in a multi-threaded tokio runtime, over (a) a mostly
 //! cached file, (b) a large file opened O_DIRECT, (c) the 73/18/9 mix of `bench nowait`
@@ -42,4 +42,4 @@ impl Default for TokioOptions {
 }
 
 mod run;
-pub use run::{render, run, Cell, TokioReport};
+pub use run::{render, run, targets, Cell, TokioReport};

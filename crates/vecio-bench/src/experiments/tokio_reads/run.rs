@@ -7,19 +7,20 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
 use super::{TokioOptions, READ};
 use crate::harness::scratch::ScratchFile;
+use crate::harness::target::Target;
 
 /// One measured cell (scenario x path), its median run and the spread over runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
     /// cached, direct or mix.
-    pub scenario: &'static str,
+    pub scenario: String,
     /// tokio::fs or vecio-tokio.
-    pub path: &'static str,
+    pub path: String,
     /// MiB/s per run.
     pub mib_s: Vec<f64>,
     /// p50 / p99 / p99.9 / mean latency (µs) of the median run.
@@ -33,7 +34,7 @@ pub struct Cell {
 }
 
 /// Every cell of a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokioReport {
     /// Cells.
     pub cells: Vec<Cell>,
@@ -254,8 +255,8 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
             let lat = &runs[runs.len() / 2].1;
             let mean = lat.iter().sum::<u64>() as f64 / lat.len().max(1) as f64 / 1000.0;
             cells.push(Cell {
-                scenario,
-                path,
+                scenario: scenario.to_string(),
+                path: path.to_string(),
                 mib_s,
                 p50_us: pct(lat, 0.5),
                 p99_us: pct(lat, 0.99),
@@ -265,6 +266,39 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
         }
     }
     Ok(TokioReport { cells })
+}
+
+/// The targets of issue 11: cached p50 at most 1/5 of tokio::fs, direct bandwidth at least
+/// 1.5x, the mix's mean latency at least 30% lower.
+pub fn targets(r: &TokioReport) -> Vec<Target> {
+    let get = |sc: &str, p: &str| r.cells.iter().find(|c| c.scenario == sc && c.path == p);
+    let med = |c: &Cell| c.mib_s.get(c.mib_s.len() / 2).copied().unwrap_or(0.0);
+    let mut out = Vec::new();
+    if let (Some(a), Some(b)) = (get("cached", "tokio::fs"), get("cached", "vecio-tokio")) {
+        let x = b.p50_us / a.p50_us;
+        out.push(Target {
+            text: format!("tokio: cached p50 at most 1/5 of tokio::fs's: {x:.3}x"),
+            met: x <= 0.2,
+        });
+    }
+    if let (Some(a), Some(b)) = (get("direct", "tokio::fs"), get("direct", "vecio-tokio")) {
+        let x = med(b) / med(a);
+        out.push(Target {
+            text: format!("tokio: O_DIRECT bandwidth at least 1.5x tokio::fs's: {x:.2}x"),
+            met: x >= 1.5,
+        });
+    }
+    if let (Some(a), Some(b)) = (get("mix", "tokio::fs"), get("mix", "vecio-tokio")) {
+        let x = 1.0 - b.mean_us / a.mean_us;
+        out.push(Target {
+            text: format!(
+                "tokio: the 73/18/9 mix's mean latency at least 30% below tokio::fs's: {:.0}% lower",
+                x * 100.0
+            ),
+            met: x >= 0.3,
+        });
+    }
+    out
 }
 
 /// The table and the targets (ok/MISS).
@@ -280,32 +314,8 @@ pub fn render(r: &TokioReport) -> String {
             c.scenario, c.path, med, lo, hi, c.p50_us, c.p99_us, c.p999_us, c.mean_us
         );
     }
-    let get = |sc: &str, p: &str| r.cells.iter().find(|c| c.scenario == sc && c.path == p);
-    let verdict = |ok: bool| if ok { "ok" } else { "MISS" };
-    if let (Some(a), Some(b)) = (get("cached", "tokio::fs"), get("cached", "vecio-tokio")) {
-        let x = b.p50_us / a.p50_us;
-        s += &format!(
-            "target cached p50 <= 1/5 of tokio::fs: {:.3}x {}\n",
-            x,
-            verdict(x <= 0.2)
-        );
-    }
-    if let (Some(a), Some(b)) = (get("direct", "tokio::fs"), get("direct", "vecio-tokio")) {
-        let med = |c: &Cell| c.mib_s[c.mib_s.len() / 2];
-        let x = med(b) / med(a);
-        s += &format!(
-            "target direct bandwidth >= 1.5x tokio::fs: {:.2}x {}\n",
-            x,
-            verdict(x >= 1.5)
-        );
-    }
-    if let (Some(a), Some(b)) = (get("mix", "tokio::fs"), get("mix", "vecio-tokio")) {
-        let x = 1.0 - b.mean_us / a.mean_us;
-        s += &format!(
-            "target mix mean latency >= 30% lower: {:.0}% {}\n",
-            x * 100.0,
-            verdict(x >= 0.3)
-        );
+    for t in targets(r) {
+        s += &format!("target {}: {}\n", t.text, if t.met { "ok" } else { "MISS" });
     }
     s
 }
