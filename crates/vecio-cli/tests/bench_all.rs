@@ -45,14 +45,14 @@ fn bench_all_quick_measures_everything_and_writes_the_report() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stderr: {stderr}");
     assert!(stdout.contains("Summary: each seed's result"), "{stdout}");
-    for step in ["[1/5] writev", "[4/5] loop", "[5/5] fuse"] {
+    for step in ["[1/6] writev", "[3/6] tokio", "[5/6] loop", "[6/6] fuse"] {
         assert!(
             stderr.contains(step),
             "progress line {step} missing: {stderr}"
         );
     }
     let j = read_json(&dir.path().join("all.json"));
-    for key in ["writev", "nowait", "callcost"] {
+    for key in ["writev", "nowait", "tokio", "callcost"] {
         assert!(
             j[key].is_object(),
             "{key} not measured: {}",
@@ -88,7 +88,7 @@ fn bench_all_quick_measures_everything_and_writes_the_report() {
         not_measured.iter().all(|n| n["failed"] == false),
         "{not_measured:?}"
     );
-    assert_eq!(j["elapsed"].as_array().map(Vec::len), Some(5));
+    assert_eq!(j["elapsed"].as_array().map(Vec::len), Some(6));
     assert!(j["setup"]["scratch"]["capabilities"]["o_direct"].is_object());
     // Recorded from `vecio info --json`, run by the bench as a process.
     assert_eq!(j["setup"]["scratch"]["kind"], "directory");
