@@ -71,7 +71,7 @@ pub enum Bench {
     Writev(WritevArgs),
     /// preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool.
     Nowait(NowaitArgs),
-    /// tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, 73/18/9 mix (seed 003).
+    /// tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, 73/18/9 mix (seed 002).
     Tokio(TokioArgs),
     /// Expense of read_iter (2021): cost per call of a cached 4 KiB read, raw and through vecio.
     Callcost(CallcostArgs),
