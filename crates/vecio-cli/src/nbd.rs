@@ -79,10 +79,12 @@ pub struct NbdArgs {
     #[arg(long, value_name = "DIR")]
     pub tls_certificates: Option<PathBuf>,
     /// Clients must present a certificate signed by DIR/ca-cert.pem.
-    #[arg(long)]
+    #[arg(long, requires = "tls_certificates")]
     pub tls_verify_peer: bool,
-    /// nbdkit's TLS-PSK key file (username:hexkey lines). Not supported yet: refused.
-    #[arg(long, value_name = "FILE")]
+    /// TLS with pre-shared keys instead of certificates: nbdkit's key file, one
+    /// username:hexkey line per client (GnuTLS' psktool writes it; libnbd's tls-psk-file and
+    /// tls-username, or qemu's tls-creds-psk, read it).
+    #[arg(long, value_name = "FILE", conflicts_with = "tls_certificates")]
     pub tls_psk: Option<PathBuf>,
 }
 
@@ -114,27 +116,27 @@ fn bind_addrs(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
 /// The TLS settings the options ask for.
 fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
     use vecio_nbd::TlsMode;
-    if let Some(p) = &a.tls_psk {
-        anyhow::bail!(
-            "{}: --tls-psk is not supported: rustls has no TLS-PSK; use --tls-certificates",
-            p.display()
-        );
-    }
-    let default = if a.tls_certificates.is_some() {
+    let default = if a.tls_certificates.is_some() || a.tls_psk.is_some() {
         TlsMode::On
     } else {
         TlsMode::Off
     };
     let mode = a.tls.unwrap_or(default);
-    match (&a.tls_certificates, mode) {
-        (_, TlsMode::Off) => Ok(None),
-        (None, _) => anyhow::bail!("--tls={mode:?} needs --tls-certificates=DIR"),
-        (Some(dir), _) => Ok(Some(vecio_nbd::Tls::from_dir(
-            mode,
-            dir,
-            a.tls_verify_peer,
-        )?)),
+    if mode == TlsMode::Off {
+        return Ok(None);
     }
+    let tls = match (&a.tls_certificates, &a.tls_psk) {
+        (None, None) => {
+            anyhow::bail!(
+                "--tls={} needs --tls-certificates=DIR or --tls-psk=FILE",
+                format!("{mode:?}").to_lowercase()
+            )
+        }
+        (Some(dir), None) => vecio_nbd::Tls::from_dir(mode, dir, a.tls_verify_peer)?,
+        (None, Some(file)) => vecio_nbd::Tls::from_psk_file(mode, file)?,
+        (Some(_), Some(_)) => unreachable!("clap refuses --tls-certificates with --tls-psk"),
+    };
+    Ok(Some(tls))
 }
 
 /// Runs `vecio nbd`.

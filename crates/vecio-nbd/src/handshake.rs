@@ -238,10 +238,13 @@ fn starttls(
         Some(t) => {
             st.reply(option, rep::ACK, &[]);
             wire.write_all(&std::mem::take(&mut st.out))?;
-            wire.stream.start_tls(t.config.clone())?;
+            wire.stream.start_tls(t)?;
             st.structured = false;
             st.meta = false;
-            tracing::debug!("TLS on");
+            tracing::debug!(
+                "TLS on: {}",
+                wire.stream.tls_description().unwrap_or_default()
+            );
         }
     }
     wire.write_all(&std::mem::take(&mut st.out))

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
+use crate::tls::{Session, Tls};
+
 /// A connected client socket.
 #[derive(Debug)]
 pub(crate) enum Sock {
@@ -62,7 +64,7 @@ impl Write for Sock {
 #[derive(Debug)]
 pub(crate) struct Stream {
     sock: Sock,
-    tls: Option<Box<rustls::ServerConnection>>,
+    tls: Option<Session>,
 }
 
 impl From<Sock> for Stream {
@@ -92,7 +94,7 @@ impl Stream {
     /// session says `close_notify` first.
     pub(crate) fn close(&mut self) {
         if let Some(tls) = &mut self.tls {
-            tls.send_close_notify();
+            tls.close_notify();
             let _ = tls.write_tls(&mut self.sock);
         }
         let _ = match &self.sock {
@@ -112,33 +114,29 @@ impl Stream {
         }
     }
 
+    /// The TLS version and cipher suite in use, for logs.
+    pub(crate) fn tls_description(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| t.describe())
+    }
+
     /// True once TLS is on.
     pub(crate) fn is_tls(&self) -> bool {
         self.tls.is_some()
     }
 
-    /// Runs the TLS handshake as server (on a blocking socket, bounded by its timeouts);
-    /// from then on every read and write is encrypted.
-    pub(crate) fn start_tls(&mut self, config: Arc<rustls::ServerConfig>) -> io::Result<()> {
-        let mut tls = rustls::ServerConnection::new(config).map_err(io::Error::other)?;
-        while tls.is_handshaking() {
-            if let Err(e) = tls.complete_io(&mut self.sock) {
-                // Tell the client why (the alert is queued by rustls), then give up.
-                let _ = tls.write_tls(&mut self.sock);
-                return Err(e);
-            }
-        }
-        self.tls = Some(Box::new(tls));
+    /// Runs the TLS handshake as server with `tls`'s credentials (on a blocking socket,
+    /// bounded by its timeouts); from then on every read and write is encrypted.
+    pub(crate) fn start_tls(&mut self, tls: &Tls) -> io::Result<()> {
+        let mut session = tls.session()?;
+        session.handshake(&mut self.sock)?;
+        self.tls = Some(session);
         Ok(())
     }
 
     /// Plaintext that TLS has decrypted and not yet handed out: the socket may not be
     /// readable although a read would return data.
     pub(crate) fn buffered(&mut self) -> bool {
-        self.tls.as_mut().is_some_and(|t| {
-            t.process_new_packets()
-                .is_ok_and(|s| s.plaintext_bytes_to_read() > 0)
-        })
+        self.tls.as_mut().is_some_and(|t| t.has_plaintext())
     }
 
     /// Encrypted bytes waiting for the socket to take them.
@@ -172,7 +170,7 @@ impl Read for Stream {
             return self.sock.read(buf);
         };
         loop {
-            match tls.reader().read(buf) {
+            match tls.read_plain(buf) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e),
@@ -183,9 +181,9 @@ impl Read for Stream {
                 Ok(_) => {}
                 Err(e) => return Err(e),
             }
-            if let Err(e) = tls.process_new_packets() {
+            if let Err(e) = tls.process() {
                 let _ = tls.write_tls(&mut self.sock);
-                return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                return Err(e);
             }
         }
     }
@@ -213,7 +211,7 @@ impl Write for Stream {
                 break;
             }
             let take = b.len().min(TLS_WRITE_CHUNK - n);
-            n += tls.writer().write(&b[..take])?;
+            n += tls.write_plain(&b[..take])?;
         }
         match self.flush_tls() {
             Ok(_) => Ok(n),
