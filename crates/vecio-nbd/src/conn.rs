@@ -8,19 +8,23 @@
 //! 3. reap completions and queue their replies, in completion order (replies carry the
 //!    client's cookie);
 //! 4. send replies with as few `writev` calls as the socket allows;
-//! 5. wait: on the I/O while anything is in flight, on the socket only when nothing is.
+//! 5. wait: while anything is in flight, on the I/O and (when more requests fit) the socket
+//!    in one wait: a poll op on the socket in the connection's own ring (`Queue::watch`), or,
+//!    on engines without a ring, short waits on the I/O with the socket read between; when
+//!    nothing is in flight, on the socket alone.
 //!
-//! The last rule matters beyond this connection: an aligned direct request in flight holds a
-//! shared range lock on the file that every connection shares, and another connection's
-//! unaligned write waits for it. Waiting only on the disk while requests are in flight keeps
-//! that wait bounded by the disk, never by a slow or stalled client. For the same reason the
-//! commands that block (flush, trim, write zeroes, block status, cache) and unaligned writes
-//! first drain this connection's queue.
+//! Requests in flight are never left waiting on the client: a completion always ends the
+//! wait, and its reply goes out at once. That matters beyond this connection: an aligned
+//! direct request in flight holds a shared range lock on the file that every connection
+//! shares, and another connection's unaligned write waits for it, so that wait stays bounded
+//! by the disk, never by a slow or stalled client. The commands served by a blocking call
+//! (flush, trim, write zeroes, block status, cache) first drain this connection's queue.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustix::event::PollFlags;
 use vecio::{AlignedBuf, Completion, OwnedBuf, Queue, RwFlags};
 
 use crate::check::{check, Limits};
@@ -35,11 +39,12 @@ use crate::sparse::{self, Layout};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use vecio::{BufPool, BufPoolOptions};
 
-/// Bytes of request buffers a connection may hold before it stops reading requests (one
-/// more request of up to the maximum payload may still be admitted).
-/// Longest wait on the disk before looking at the socket again, while more requests fit.
+/// Longest wait on the disk before looking at the socket again, while more requests fit, on
+/// engines that cannot watch the socket in their ring.
 const SOCKET_LOOK: std::time::Duration = std::time::Duration::from_micros(50);
 
+/// Bytes of request buffers a connection may hold before it stops reading requests (one
+/// more request of up to the maximum payload may still be admitted).
 const HELD_LIMIT: usize = 32 << 20;
 /// Requests in flight per connection, at most.
 const MAX_IN_FLIGHT: usize = 128;
@@ -396,10 +401,19 @@ impl Conn {
     /// arrive meanwhile are read and go to the disk beside those in flight, instead of waiting
     /// for a completion; the device sees the client's queue depth.
     fn wait_io(&mut self) -> Result<()> {
-        if self.closing.is_none() && self.can_admit() {
-            self.queue.submit_and_wait_timeout(SOCKET_LOOK)?;
-        } else {
+        let read = self.closing.is_none() && (self.can_admit() || self.rx.in_payload());
+        if !read {
             self.queue.submit_and_wait(1)?;
+        } else if self.stream.buffered() || self.rx.holds_request() {
+            // Requests wait in TLS or the read buffer already: take them first.
+            self.queue.submit()?;
+        } else if self.queue.watch(self.stream.as_fd(), PollFlags::IN)? {
+            // One wait for both: a completion, or the socket readable (a poll op in the ring).
+            self.queue.submit_and_wait_any()?;
+            let _ = self.queue.watch_fired();
+        } else {
+            // The engine cannot watch the socket: look at it between short waits on the disk.
+            self.queue.submit_and_wait_timeout(SOCKET_LOOK)?;
         }
         self.complete()
     }

@@ -12,6 +12,7 @@ mod inflight;
 mod park;
 mod poll;
 mod unaligned;
+mod watch;
 
 use inflight::{InFlight, Plan, SpareIovecs, Stage};
 
@@ -140,6 +141,8 @@ pub struct Queue {
     spare_iov: SpareIovecs,
     /// Ops handed to the engine so far (to see whether accounting pushed new ones).
     ops_pushed: u64,
+    /// The readiness watch on a descriptor, if one is armed.
+    watch: watch::WatchOps,
 }
 
 /// The error of a refused push, with the request's buffers handed back, so the caller can
@@ -203,6 +206,7 @@ impl Queue {
             parked: park::Parked::default(),
             spare_iov: SpareIovecs::default(),
             ops_pushed: 0,
+            watch: watch::WatchOps::default(),
         }
     }
 
@@ -441,12 +445,12 @@ impl Queue {
             if self.ready.len() >= want_now {
                 return self.flush();
             }
-            if self.engine.in_flight() == 0 && self.refused.is_empty() {
+            if self.engine_io() == 0 && self.refused.is_empty() {
                 // Only parked requests are left, held up by other threads: wait for them.
                 self.wait_parked();
                 continue;
             }
-            let need = (want_now - self.ready.len()).min(self.engine.in_flight());
+            let need = (want_now - self.ready.len()).min(self.engine_io());
             self.engine_wait(need)?;
             self.collect();
         }
@@ -460,7 +464,7 @@ impl Queue {
         if !self.ready.is_empty() || self.in_flight == 0 || !self.refused.is_empty() {
             return self.submit();
         }
-        if self.engine.in_flight() == 0 {
+        if self.engine_io() == 0 {
             self.wait_parked();
             return self.submit();
         }
@@ -513,6 +517,9 @@ impl Queue {
         self.cqes.append(&mut self.refused);
         let cqes = std::mem::take(&mut self.cqes);
         for c in &cqes {
+            if self.watch.take(c) {
+                continue;
+            }
             let slot = (c.tag & 0xffff_ffff) as usize;
             let sub = c.tag >> unaligned::SUB_SHIFT;
             let Some(f) = self.slots.get_mut(slot).and_then(Option::as_mut) else {
@@ -587,7 +594,9 @@ fn plan_for(
 impl Drop for Queue {
     fn drop(&mut self) {
         // The kernel may still use buffers of requests in flight: wait for every op. Parked
-        // requests have nothing in the kernel.
+        // requests have nothing in the kernel. A watch is cancelled first: its descriptor may
+        // never become ready.
+        let _ = self.unwatch();
         while self.engine.in_flight() > 0 {
             let n = self.engine.in_flight();
             if self.engine.submit_and_wait(n).is_err() {

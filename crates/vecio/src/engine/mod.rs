@@ -217,6 +217,29 @@ pub trait Engine: Send {
         let _ = eventfd;
         Ok(false)
     }
+
+    /// Arms a one-shot readiness watch on `fd` beside the I/O (`IORING_OP_POLL_ADD`): it
+    /// completes as an op tagged `tag`, with the ready `poll(2)` bits of `events` as its result,
+    /// so one wait covers the descriptor and the I/O. Returns `false` when the engine cannot
+    /// (only io_uring can; the others would have to block a thread on the descriptor). The
+    /// kernel holds its own reference to the file: closing `fd` while armed is safe.
+    fn watch(
+        &mut self,
+        fd: std::os::fd::BorrowedFd<'_>,
+        events: u32,
+        tag: u64,
+    ) -> io::Result<bool> {
+        let _ = (fd, events, tag);
+        Ok(false)
+    }
+
+    /// Cancels the watch tagged `watch` (`IORING_OP_POLL_REMOVE`, itself an op tagged `tag`):
+    /// both complete through [`reap`](Self::reap), the watch with `-ECANCELED` unless it fired
+    /// first.
+    fn unwatch(&mut self, watch: u64, tag: u64) -> io::Result<()> {
+        let _ = (watch, tag);
+        Ok(())
+    }
 }
 
 /// A boxed engine is an engine, so an `EngineKind::build()` result goes wherever an engine
@@ -261,6 +284,19 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
 
     fn notify_on(&mut self, eventfd: std::sync::Arc<std::os::fd::OwnedFd>) -> io::Result<bool> {
         (**self).notify_on(eventfd)
+    }
+
+    fn watch(
+        &mut self,
+        fd: std::os::fd::BorrowedFd<'_>,
+        events: u32,
+        tag: u64,
+    ) -> io::Result<bool> {
+        (**self).watch(fd, events, tag)
+    }
+
+    fn unwatch(&mut self, watch: u64, tag: u64) -> io::Result<()> {
+        (**self).unwatch(watch, tag)
     }
 }
 

@@ -3,7 +3,7 @@
 //! registered buffers.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -240,6 +240,24 @@ impl UringEngine {
         e.user_data(op.tag)
     }
 
+    /// Queues `entry`, entering the kernel first if the submission queue is full.
+    ///
+    /// # Safety
+    /// What `entry` points to must stay valid until its completion is reaped.
+    unsafe fn queue_entry(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: the caller's guarantee.
+            if unsafe { self.ring.submission().push(entry) }.is_ok() {
+                break;
+            }
+            // Submission queue full: hand what is there to the kernel, then queue again.
+            self.enter(0)?;
+        }
+        self.queued += 1;
+        self.in_flight += 1;
+        Ok(())
+    }
+
     fn enter(&mut self, want: usize) -> io::Result<()> {
         loop {
             self.counters.syscalls += 1;
@@ -269,17 +287,24 @@ impl Engine for UringEngine {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let entry = self.entry(&op);
-        loop {
-            // SAFETY: the caller keeps fd, iovec array and buffers valid until reaped.
-            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
-                break;
-            }
-            // Submission queue full: hand what is there to the kernel, then queue again.
-            self.enter(0)?;
-        }
-        self.queued += 1;
-        self.in_flight += 1;
-        Ok(())
+        // SAFETY: the caller keeps fd, iovec array and buffers valid until reaped.
+        unsafe { self.queue_entry(&entry) }
+    }
+
+    fn watch(&mut self, fd: BorrowedFd<'_>, events: u32, tag: u64) -> io::Result<bool> {
+        let entry = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), events)
+            .build()
+            .user_data(tag);
+        // SAFETY: a poll op refers to no user memory; the kernel takes its own file reference
+        // at submission.
+        unsafe { self.queue_entry(&entry)? };
+        Ok(true)
+    }
+
+    fn unwatch(&mut self, watch: u64, tag: u64) -> io::Result<()> {
+        let entry = opcode::PollRemove::new(watch).build().user_data(tag);
+        // SAFETY: a poll removal refers to no user memory.
+        unsafe { self.queue_entry(&entry) }
     }
 
     fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
