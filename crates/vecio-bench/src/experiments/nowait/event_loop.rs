@@ -63,8 +63,7 @@ pub(super) fn measure(
     rng: &mut SmallRng,
 ) -> Result<Run> {
     let handles = open_all(files)?;
-    let large_blocks = opts.large / READ as u64;
-    let mut seq = 0u64;
+    let mut picker = Picker::new(w, zipf, opts);
     let mut q = Queue::new(engine_for(c, opts)?);
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
     let stop = Arc::new(AtomicBool::new(false));
@@ -83,32 +82,7 @@ pub(super) fn measure(
             if issued % 64 == 0 && t0.elapsed() >= opts.runtime {
                 break 'run;
             }
-            let file = w.pick(rng);
-            let block = match file {
-                0 => zipf.sample(rng),
-                1 => rng.gen_range(0..large_blocks),
-                _ => {
-                    seq = (seq + 1) % large_blocks;
-                    seq
-                }
-            };
-            let bufs = tally
-                .spare
-                .pop()
-                .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
-            tally.inflight[slot] = Some(Inflight {
-                start: Instant::now(),
-                file,
-            });
-            if let Err(vecio::PushError { error: e, bufs: b }) = q.push_read(
-                &handles[file],
-                block * READ as u64,
-                bufs,
-                RwFlags::empty(),
-                slot as u64,
-            ) {
-                tally.spare.push(b);
-                tally.result = Err(e.into());
+            if !issue(&mut q, &handles, &mut tally, slot, picker.next(rng)) {
                 break 'run;
             }
             q.reap(&mut done);
@@ -131,13 +105,81 @@ pub(super) fn measure(
     stop.store(true, Ordering::Relaxed);
     let _ = evictor.join();
     tally.result?;
-    let fast = fast_read_counters(&handles, c);
     Ok(Run {
         mb_s: tally.bytes as f64 / wall / 1e6,
         all: tally.all,
         per_file: tally.per,
-        fast,
+        fast: fast_read_counters(&handles, c),
     })
+}
+
+/// Where the workload's next read goes: f1 zipf-random, f2 uniformly random, f3 sequential.
+struct Picker<'a> {
+    w: Workload,
+    zipf: &'a Zipf,
+    large_blocks: u64,
+    /// f3's last block.
+    seq: u64,
+}
+
+impl<'a> Picker<'a> {
+    fn new(w: Workload, zipf: &'a Zipf, opts: &NowaitOptions) -> Self {
+        let large_blocks = opts.large / READ as u64;
+        Picker {
+            w,
+            zipf,
+            large_blocks,
+            seq: 0,
+        }
+    }
+
+    /// The file (0, 1 or 2) and the block in it.
+    fn next(&mut self, rng: &mut SmallRng) -> (usize, u64) {
+        let file = self.w.pick(rng);
+        let block = match file {
+            0 => self.zipf.sample(rng),
+            1 => rng.gen_range(0..self.large_blocks),
+            _ => {
+                self.seq = (self.seq + 1) % self.large_blocks;
+                self.seq
+            }
+        };
+        (file, block)
+    }
+}
+
+/// Queues the read of `block` of file `file` for `slot`; false when the queue refused it
+/// (the error is then the tally's result).
+fn issue(
+    q: &mut Queue,
+    handles: &[Arc<File>; 3],
+    tally: &mut Tally,
+    slot: usize,
+    (file, block): (usize, u64),
+) -> bool {
+    let bufs = tally
+        .spare
+        .pop()
+        .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
+    tally.inflight[slot] = Some(Inflight {
+        start: Instant::now(),
+        file,
+    });
+    let pushed = q.push_read(
+        &handles[file],
+        block * READ as u64,
+        bufs,
+        RwFlags::empty(),
+        slot as u64,
+    );
+    match pushed {
+        Ok(()) => true,
+        Err(vecio::PushError { error, bufs }) => {
+            tally.spare.push(bufs);
+            tally.result = Err(error.into());
+            false
+        }
+    }
 }
 
 /// The three files, buffered.
