@@ -77,6 +77,11 @@ impl Plan {
         };
         let repeat = |quick: u32, full: u32| opts.repeat.unwrap_or(if q { quick } else { full });
         let size = |quick: u64, full: u64| opts.size.unwrap_or(if q { quick } else { full });
+        // The mostly cached file: a quarter of --size.
+        let medium = || {
+            opts.size
+                .map_or(if q { 64 << 20 } else { 256 << 20 }, |s| s / 4)
+        };
         Plan {
             writev: WritevOptions {
                 dir: opts.dir.clone(),
@@ -88,9 +93,7 @@ impl Plan {
             },
             nowait: NowaitOptions {
                 dir: opts.dir.clone(),
-                medium: opts
-                    .size
-                    .map_or(if q { 64 << 20 } else { 256 << 20 }, |s| s / 4),
+                medium: medium(),
                 large: size(256 << 20, 2 << 30),
                 runtime: secs(0.5, 5.0),
                 repeat: repeat(2, 3),
@@ -98,9 +101,7 @@ impl Plan {
             },
             tokio: TokioOptions {
                 dir: opts.dir.clone(),
-                medium: opts
-                    .size
-                    .map_or(if q { 64 << 20 } else { 256 << 20 }, |s| s / 4),
+                medium: medium(),
                 large: size(256 << 20, 1 << 30),
                 runtime: secs(0.5, 3.0),
                 repeat: repeat(1, 3),
