@@ -3,7 +3,8 @@
 //! 16 KiB reads, 32 tasks in flight in a multi-threaded tokio runtime, over (a) a mostly
 //! cached file, (b) a large file opened O_DIRECT, (c) the 73/18/9 mix of `bench nowait`
 //! (cached random / uncached random / sequential), through `tokio::fs` style (`spawn_blocking`
-//! with `pread`, as `tokio::fs` does) and through vecio-tokio. tokio-uring is not measured.
+//! with `pread`, as `tokio::fs` does), through vecio-tokio, and through tokio-uring (its own
+//! single-threaded io_uring runtime) for comparison.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -42,4 +43,5 @@ impl Default for TokioOptions {
 }
 
 mod run;
+mod uring_path;
 pub use run::{render, run, targets, Cell, TokioReport};

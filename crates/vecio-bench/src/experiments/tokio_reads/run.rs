@@ -19,7 +19,7 @@ use crate::harness::target::Target;
 pub struct Cell {
     /// cached, direct or mix.
     pub scenario: String,
-    /// tokio::fs or vecio-tokio.
+    /// tokio::fs, vecio-tokio or tokio-uring.
     pub path: String,
     /// MiB/s per run.
     pub mib_s: Vec<f64>,
@@ -41,9 +41,9 @@ pub struct TokioReport {
 }
 
 /// Files of a run: the cached file, the large file.
-struct Files {
-    medium: ScratchFile,
-    large: ScratchFile,
+pub(super) struct Files {
+    pub(super) medium: ScratchFile,
+    pub(super) large: ScratchFile,
 }
 
 /// Drops the large file from the page cache (`posix_fadvise(2)` DONTNEED).
@@ -77,7 +77,7 @@ fn warm(f: &ScratchFile) -> Result<()> {
 }
 
 /// Which file and offset request `i` of task `t` reads in `scenario`.
-fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
+pub(super) fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
     let blocks = |len: u64| (len / READ as u64).max(1);
     let r = match scenario {
         "cached" => 0,
@@ -98,7 +98,7 @@ fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, 
 }
 
 /// Latencies (ns) and bytes of one task.
-type TaskOut = (Vec<u64>, u64);
+pub(super) type TaskOut = (Vec<u64>, u64);
 
 async fn task_tokio_fs(
     scenario: &'static str,
@@ -173,7 +173,9 @@ fn measure(
     }
     let until = Instant::now() + opts.runtime;
     let start = Instant::now();
-    let (outs, files) = if path == "tokio::fs" {
+    let (outs, files) = if path == "tokio-uring" {
+        super::uring_path::measure(scenario, files, opts, until)?
+    } else if path == "tokio::fs" {
         let m = std_open(files.medium.path(), false)?;
         let l = std_open(files.large.path(), true)?;
         let shared = Arc::new((files, m, l));
@@ -222,6 +224,9 @@ fn measure(
     Ok((bytes as f64 / secs / (1 << 20) as f64, lat, files))
 }
 
+/// The three ways of reading: tokio::fs style, vecio-tokio, tokio-uring.
+const PATHS: [&str; 3] = ["tokio::fs", "vecio-tokio", "tokio-uring"];
+
 fn pct(lat: &[u64], p: f64) -> f64 {
     if lat.is_empty() {
         return 0.0;
@@ -242,7 +247,7 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
     };
     let mut cells = Vec::new();
     for scenario in ["cached", "direct", "mix"] {
-        for path in ["tokio::fs", "vecio-tokio"] {
+        for path in PATHS {
             let mut runs = Vec::new();
             for _ in 0..opts.repeat.max(1) {
                 warm(&files.medium)?;

@@ -1,0 +1,101 @@
+//! The third path of `vecio bench tokio`: tokio-uring, for comparison. It runs its own
+//! single-threaded runtime over one io_uring (`tokio_uring::start`), so all tasks share one
+//! thread, where the other two paths run on tokio's multi-threaded runtime.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use tokio_uring::buf::{IoBuf, IoBufMut};
+use vecio::AlignedBuf;
+
+use super::run::{pick, Files, TaskOut};
+use super::{TokioOptions, READ};
+
+/// A page-aligned buffer tokio-uring can own (O_DIRECT needs the alignment a `Vec` lacks).
+struct Aligned(AlignedBuf);
+
+// SAFETY: the AlignedBuf's allocation never moves while the value lives, and every byte of it
+// is initialised (AlignedBuf zeroes its memory), so the pointer and both lengths stay valid
+// while tokio-uring owns the buffer.
+unsafe impl IoBuf for Aligned {
+    fn stable_ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.0.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.0.len()
+    }
+}
+
+// SAFETY: as for IoBuf; the whole buffer is initialised, so set_init has nothing to record.
+unsafe impl IoBufMut for Aligned {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr()
+    }
+
+    unsafe fn set_init(&mut self, _pos: usize) {}
+}
+
+type Shared = Rc<(Files, tokio_uring::fs::File, tokio_uring::fs::File)>;
+
+async fn task(scenario: &'static str, files: Shared, seed: u64, until: Instant) -> TaskOut {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seq = seed * (64 << 20);
+    let (mut lat, mut bytes) = (Vec::new(), 0u64);
+    let mut buf = Aligned(AlignedBuf::page_aligned(READ));
+    while Instant::now() < until {
+        let (large, off) = pick(scenario, &mut rng, &mut seq, &files.0);
+        let t = Instant::now();
+        let file = if large { &files.2 } else { &files.1 };
+        let (n, b) = file.read_at(buf, off).await;
+        buf = b;
+        lat.push(t.elapsed().as_nanos() as u64);
+        bytes += n.unwrap_or(0) as u64;
+    }
+    (lat, bytes)
+}
+
+async fn open(path: &std::path::Path, direct: bool) -> Result<tokio_uring::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = tokio_uring::fs::OpenOptions::new();
+    o.read(true);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+        .await
+        .with_context(|| format!("tokio-uring: open {}", path.display()))
+}
+
+/// Runs `opts.tasks` tasks on a tokio-uring runtime until `until`; hands the files back.
+pub(super) fn measure(
+    scenario: &'static str,
+    files: Files,
+    opts: &TokioOptions,
+    until: Instant,
+) -> Result<(Vec<TaskOut>, Files)> {
+    let tasks = opts.tasks as u64;
+    tokio_uring::start(async move {
+        let m = open(files.medium.path(), false).await?;
+        let l = open(files.large.path(), true).await?;
+        let shared: Shared = Rc::new((files, m, l));
+        let handles: Vec<_> = (0..tasks)
+            .map(|s| tokio_uring::spawn(task(scenario, shared.clone(), s + 1, until)))
+            .collect();
+        let mut outs = Vec::new();
+        for h in handles {
+            outs.push(h.await.unwrap_or_default());
+        }
+        let (files, m, l) = Rc::try_unwrap(shared).ok().context("files still shared")?;
+        let _ = m.close().await;
+        let _ = l.close().await;
+        Ok((outs, files))
+    })
+}
