@@ -1,5 +1,7 @@
 //! The `vecio` command.
 
+#![warn(missing_docs)]
+
 mod bench;
 mod bench_fuse;
 mod cli;
