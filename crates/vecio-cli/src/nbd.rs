@@ -79,7 +79,7 @@ pub struct NbdArgs {
     #[arg(long, value_name = "DIR")]
     pub tls_certificates: Option<PathBuf>,
     /// Clients must present a certificate signed by DIR/ca-cert.pem.
-    #[arg(long, requires = "tls_certificates")]
+    #[arg(long)]
     pub tls_verify_peer: bool,
     /// TLS with pre-shared keys instead of certificates: nbdkit's key file, one
     /// username:hexkey line per client (GnuTLS' psktool writes it; libnbd's tls-psk-file and
@@ -116,6 +116,12 @@ fn bind_addrs(host: &str, port: u16) -> Result<Vec<SocketAddr>> {
 /// The TLS settings the options ask for.
 fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
     use vecio_nbd::TlsMode;
+    if a.tls_verify_peer && a.tls_certificates.is_none() {
+        return Err(crate::cli::UsageError(
+            "--tls-verify-peer checks client certificates: it needs --tls-certificates=DIR".into(),
+        )
+        .into());
+    }
     let default = if a.tls_certificates.is_some() || a.tls_psk.is_some() {
         TlsMode::On
     } else {
@@ -127,10 +133,11 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
     }
     let tls = match (&a.tls_certificates, &a.tls_psk) {
         (None, None) => {
-            anyhow::bail!(
+            return Err(crate::cli::UsageError(format!(
                 "--tls={} needs --tls-certificates=DIR or --tls-psk=FILE",
                 format!("{mode:?}").to_lowercase()
-            )
+            ))
+            .into())
         }
         (Some(dir), None) => vecio_nbd::Tls::from_dir(mode, dir, a.tls_verify_peer)?,
         (None, Some(file)) => vecio_nbd::Tls::from_psk_file(mode, file)?,
@@ -146,6 +153,8 @@ pub fn run(a: NbdArgs) -> Result<()> {
     if !passed.is_empty() && (a.socket.is_some() || a.port.is_some()) {
         anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U or -p");
     }
+    // TLS settings first: a usage error or a bad key file is reported before the file opens.
+    let tls = tls(&a)?;
     let export = Export::open(
         &a.file,
         ExportOptions {
@@ -167,7 +176,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
         ServerOptions {
             aio: a.aio,
             shared: a.shared,
-            tls: tls(&a)?,
+            tls,
             oneshot: a.oneshot,
         },
     )?;

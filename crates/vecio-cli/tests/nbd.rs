@@ -233,6 +233,10 @@ fn bad_options_exit_2_and_a_missing_file_exits_1() {
         &["x.img", "--cache=sometimes"],
         &["x.img", "--aio=magic"],
         &["x.img", "-p", "notaport"],
+        &["x.img", "--tls=require"],
+        &["x.img", "--tls=maybe", "--tls-psk=k.psk"],
+        &["x.img", "--tls-psk=k.psk", "--tls-certificates=."],
+        &["x.img", "--tls-verify-peer", "--tls-psk=k.psk"],
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -242,4 +246,16 @@ fn bad_options_exit_2_and_a_missing_file_exits_1() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("missing.img"), "{err}");
+    // A PSK file with a typo is refused before anything listens, naming the line.
+    std::fs::write(dir.path().join("x.img"), vec![0u8; 4096]).unwrap();
+    std::fs::write(dir.path().join("k.psk"), "alice:00ff\nbob:xyz\n").unwrap();
+    let out = run(&["x.img", "-U", "k.sock", "--tls-psk=k.psk"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("k.psk:2:"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        !dir.path().join("k.sock").exists(),
+        "a socket was left behind"
+    );
 }
