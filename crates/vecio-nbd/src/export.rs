@@ -6,6 +6,7 @@
 //! is durable for everyone when it is acknowledged: that is what makes
 //! `NBD_FLAG_CAN_MULTI_CONN` true, and it is advertised for that reason.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use vecio::{AlignedBuf, Direct, File};
 
 use crate::error::{Error, Result};
+use crate::holes::HoleHint;
 use crate::proto::TransmissionFlags;
 
 /// Largest payload of one read or write request (32 MiB, the protocol's portable maximum).
@@ -76,6 +78,7 @@ pub struct Export {
     opts: ExportOptions,
     preferred: u32,
     zeros: AlignedBuf,
+    holes: HoleHint,
 }
 
 impl std::fmt::Debug for Export {
@@ -118,13 +121,20 @@ impl Export {
         } else {
             PREFERRED_BLOCK
         };
+        let holes = HoleHint::new(file.as_fd());
         Ok(Export {
+            holes,
             file: Arc::new(file),
             size,
             opts,
             preferred: preferred.min(MAX_PAYLOAD),
             zeros: AlignedBuf::new(ZERO_CHUNK, (align.mem as usize).max(vecio::PAGE_SIZE)),
         })
+    }
+
+    /// Whether the file may have holes worth a `SEEK_DATA` walk (see `holes.rs`).
+    pub(crate) fn holes(&self) -> &HoleHint {
+        &self.holes
     }
 
     /// The backing file.

@@ -24,6 +24,7 @@ mod conn;
 mod error;
 mod export;
 mod handshake;
+mod holes;
 mod ops;
 pub mod proto;
 mod recv;

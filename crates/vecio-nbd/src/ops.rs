@@ -81,6 +81,7 @@ pub(crate) fn write_zeroes(
 }
 
 fn punch(export: &Export, offset: u64, len: u64) -> Result<(), Errno> {
+    export.holes().punched();
     export.file().punch_hole(offset, len).map_err(io_errno)
 }
 

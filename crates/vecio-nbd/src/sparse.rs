@@ -4,7 +4,10 @@
 //!
 //! The map comes from the same `SEEK_DATA`/`SEEK_HOLE` walk as `NBD_CMD_BLOCK_STATUS`, taken
 //! once per request (two `lseek(2)` calls for a range that is all data), before the read is
-//! queued: a write that completed before the read was sent is already in it.
+//! queued: a write that completed before the read was sent is already in it. A file without
+//! holes skips the walk (`holes.rs`).
+
+use std::os::fd::AsFd;
 
 use vecio::AlignedBuf;
 
@@ -31,6 +34,9 @@ fn is_hole(e: &Extent) -> bool {
 
 /// The layout of `len` bytes at `offset` (`len` > 0).
 pub(crate) fn layout(export: &Export, offset: u64, len: u32) -> Layout {
+    if !export.holes().worth_walking(export.file().as_fd()) {
+        return Layout::Data;
+    }
     let Ok(mut extents) = ops::block_status(export, offset, len, false) else {
         return Layout::Data;
     };

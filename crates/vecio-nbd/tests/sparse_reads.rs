@@ -105,3 +105,51 @@ fn holes_are_hole_chunks_df_is_one_chunk_and_oversized_reads_overflow() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+const TRIM_SCRIPT: &str = r#"
+import sys, nbd
+uri = sys.argv[1]
+K = 1024
+def chunks_of(h, count, offset):
+    seen = []
+    def cb(sub, off, status, err):
+        seen.append((off, len(sub), status))
+        return 0
+    buf = h.pread_structured(count, offset, cb)
+    return bytes(buf), sorted(seen)
+h = nbd.NBD()
+h.connect_uri(uri)
+data, seen = chunks_of(h, 256 * K, 0)
+assert seen == [(0, 256 * K, nbd.READ_DATA)], seen
+h.trim(64 * K, 128 * K)  # count, offset
+data, seen = chunks_of(h, 256 * K, 0)
+assert data[64 * K:128 * K] != bytes(64 * K), ("data before the hole", seen)
+assert data[128 * K:192 * K] == bytes(64 * K), "the trimmed range reads as zeroes"
+assert seen == [(0, 128 * K, nbd.READ_DATA), (128 * K, 64 * K, nbd.READ_HOLE),
+                (192 * K, 64 * K, nbd.READ_DATA)], seen
+print("ok")
+"#;
+
+/// A fully written file skips the hole walk (its reads are one data chunk), and a trim through
+/// the server makes the next read walk again and answer the new hole as a hole chunk.
+#[test]
+fn a_full_file_reads_as_data_until_a_trim_makes_a_hole() {
+    let Some(py) = python_with_libnbd() else {
+        return;
+    };
+    let dir = scratch();
+    let image = dir.path().join("full.img");
+    std::fs::write(&image, random_bytes(1 << 20, 9)).unwrap();
+    std::fs::File::open(&image).unwrap().sync_all().unwrap();
+    let srv = start_on(dir, image.clone(), Opts::default());
+    let out = Command::new(py)
+        .args(["-c", TRIM_SCRIPT, &srv.unix_uri()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
