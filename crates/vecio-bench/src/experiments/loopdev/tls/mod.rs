@@ -19,6 +19,7 @@
 #[cfg(test)]
 pub(crate) mod fixture;
 mod render;
+pub(crate) mod section;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
