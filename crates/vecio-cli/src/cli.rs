@@ -79,7 +79,8 @@ pub enum Bench {
     #[command(hide = true)]
     CallcostWorker(CallcostWorkerArgs),
     /// Loop device with direct and async I/O (2015): one image over NBD, vecio nbd direct and
-    /// buffered, qemu-nbd and nbdkit, driven by fio's nbd engine.
+    /// buffered, qemu-nbd and nbdkit, driven by fio's nbd engine; then vecio nbd and qemu-nbd
+    /// plain and over TLS, read by nbdcopy and a libnbd driver.
     Loop(LoopArgs),
     /// FUSE scatter-gather direct I/O (2012): 32 x 4 KiB O_DIRECT preadv/pwritev through vecio
     /// fuse, its per-segment mode, the libfuse examples, and natively.

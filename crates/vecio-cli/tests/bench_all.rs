@@ -65,6 +65,14 @@ fn bench_all_quick_measures_everything_and_writes_the_report() {
         j["loop"].is_object() || listed("loop"),
         "loop neither measured nor explained"
     );
+    if j["loop"].is_object() {
+        let tls = &j["loop"]["tls"];
+        let measured = tls["cells"].as_array().is_some_and(|c| c.len() == 8);
+        assert!(
+            measured || tls["skipped"].is_string(),
+            "loop's TLS rows neither measured nor explained: {tls}"
+        );
+    }
     // Where it can mount (root, /dev/fuse: CI) the FUSE experiment runs; elsewhere it says why.
     if vecio_bench::experiments::fuse::cannot_run().is_none() {
         let cells = j["fuse"]["cells"].as_array().cloned().unwrap_or_default();

@@ -1,7 +1,9 @@
 //! `vecio bench loop` as a user runs it: every server that is installed serves every fio job
 //! with a real figure, the direct server leaves nothing of the image in the page cache while
-//! the buffered one does, peers that are missing are named with the reason, and no server
-//! process outlives the command. Skips, saying why, where fio or its nbd engine is missing.
+//! the buffered one does, peers that are missing are named with the reason, the TLS rows
+//! measure vecio nbd and qemu-nbd plain and over TLS (or say which tool is missing), and no
+//! server process outlives the command. Skips, saying why, where fio or its nbd engine is
+//! missing.
 
 mod common;
 
@@ -91,6 +93,7 @@ fn bench_loop_measures_every_server_and_job() {
             None => subjects.push(subject),
         }
     }
+    check_tls_rows(&j["tls"], &stdout);
     let cells = j["cells"].as_array().unwrap();
     assert_eq!(cells.len(), subjects.len() * 4, "{subjects:?}");
     for subject in &subjects {
@@ -118,6 +121,45 @@ fn bench_loop_measures_every_server_and_job() {
             }
             if *subject == "VecioBuffered" && job == "Read128k" {
                 assert!(growth > 0, "buffered reads must fill the cache: {s}");
+            }
+        }
+    }
+}
+
+/// The TLS rows: eight cells with real figures and the server's CPU, or a reason naming a
+/// tool that is indeed missing.
+fn check_tls_rows(tls: &serde_json::Value, stdout: &str) {
+    if let Some(why) = tls["skipped"].as_str() {
+        let tools = [
+            ("qemu-nbd", "qemu-nbd"),
+            ("openssl", "openssl"),
+            ("nbdcopy", "nbdcopy"),
+            ("python3", "python3-libnbd"),
+        ];
+        let named = tools.iter().find(|(t, _)| why.starts_with(t));
+        assert!(
+            named.is_some(),
+            "TLS rows skipped for no missing tool: {why}"
+        );
+        assert!(stdout.contains("TLS rows skipped"), "{stdout}");
+        println!("TLS rows skipped: {why}");
+        return;
+    }
+    assert!(stdout.contains("TLS (issue 12)"), "{stdout}");
+    let cells = tls["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 8, "{tls}");
+    for subject in ["VecioDirect", "QemuNbd"] {
+        for job in ["Read128k", "RandRead4k"] {
+            for over_tls in [false, true] {
+                let c = cells
+                    .iter()
+                    .find(|c| c["subject"] == subject && c["job"] == job && c["tls"] == over_tls)
+                    .unwrap_or_else(|| panic!("{subject} {job} tls={over_tls} not measured"));
+                let s = &c["samples"][0];
+                for field in ["iops", "mb_s", "requests", "bytes", "cpu_us_per_req"] {
+                    let v = s[field].as_f64().unwrap();
+                    assert!(v > 0.0, "{subject} {job} tls={over_tls}: {field} = {v}");
+                }
             }
         }
     }

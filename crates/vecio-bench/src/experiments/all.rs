@@ -157,7 +157,10 @@ impl Plan {
         let callcost = 10.0 * c.repeat as f64 * c.runtime.as_secs_f64() * 2.2 + grind;
         let l = &self.loop_dev;
         let lsteps = (l.repeat * 5 * 4) as f64;
-        let loop_s = lsteps * (l.runtime.as_secs_f64() + 0.25) + 3.0 + fill(l.size);
+        let loop_s = lsteps * (l.runtime.as_secs_f64() + 0.25)
+            + 3.0
+            + fill(l.size)
+            + loopdev::tls::estimate(l).as_secs_f64();
         let fuse = fuse_estimate(&self.fuse, fill);
         let d = Duration::from_secs_f64;
         [

@@ -34,6 +34,13 @@ impl Usage {
         getrusage(libc::RUSAGE_SELF)
     }
 
+    /// Snapshot of every child process reaped so far, with the children they reaped:
+    /// `getrusage(RUSAGE_CHILDREN)`. The difference around one client run is that client's
+    /// usage, as long as no other child is reaped meanwhile.
+    pub fn children() -> io::Result<Usage> {
+        getrusage(libc::RUSAGE_CHILDREN)
+    }
+
     /// What was consumed between `earlier` and `self`. Counters never go negative: a value
     /// smaller than its earlier one (snapshots swapped or of different scopes) gives zero.
     pub fn delta(&self, earlier: &Usage) -> Usage {

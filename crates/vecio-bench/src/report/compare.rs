@@ -71,6 +71,12 @@ pub fn metrics(r: &AllResults) -> Vec<Metric> {
             let name = format!("{} / {} {unit}", c.job.name(), c.name);
             out.push(from_summary("loop", name, c.figure(), true));
         }
+        for c in &l.tls.cells {
+            let unit = if c.job.in_iops() { "IOPS" } else { "MB/s" };
+            let how = if c.tls { "TLS" } else { "plain" };
+            let name = format!("{} / {} {how} {unit}", c.job.name(), c.name);
+            out.push(from_summary("loop", name, c.figure(), true));
+        }
     }
     if let Some(f) = &r.fuse {
         for c in &f.cells {

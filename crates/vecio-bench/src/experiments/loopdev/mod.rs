@@ -18,6 +18,7 @@ pub mod cachecurve;
 mod render;
 pub mod section;
 mod subjects;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -197,6 +198,10 @@ pub struct LoopReport {
     pub skipped: Vec<Skipped>,
     /// Every subject on every job.
     pub cells: Vec<Cell>,
+    /// The TLS rows (vecio nbd and qemu-nbd, plain and over TLS, through libnbd's clients);
+    /// absent from runs recorded before they existed.
+    #[serde(default)]
+    pub tls: tls::TlsReport,
 }
 
 impl LoopReport {
@@ -248,46 +253,8 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
         started: 0,
     };
     let (servers, skipped) = lab.check_servers()?;
-    let mut subjects: Vec<Subject> = servers.iter().map(|s| s.subject).collect();
-    subjects.push(Subject::FioDirect);
-
-    let steps = opts.repeat as usize * subjects.len() * Job::ALL.len();
-    let phase = Phase::timed("bench loop", opts.runtime * steps as u32);
-    let mut samples = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
-    let mut curves = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
-    for _ in 0..opts.repeat {
-        for (ji, &job) in Job::ALL.iter().enumerate() {
-            for (si, &subject) in subjects.iter().enumerate() {
-                let idle = servers
-                    .iter()
-                    .find(|s| s.subject == subject)
-                    .map(|s| s.idle);
-                let (s, curve) = lab
-                    .measure(subject, job, size, opts.runtime, idle)
-                    .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
-                samples[si][ji].push(s);
-                curves[si][ji] = curve;
-            }
-        }
-    }
-    phase.finish();
-
-    let mut cells = Vec::new();
-    for (ji, &job) in Job::ALL.iter().enumerate() {
-        for (si, &subject) in subjects.iter().enumerate() {
-            let s = &samples[si][ji];
-            cells.push(Cell {
-                subject,
-                name: subject.name().to_string(),
-                job,
-                job_name: job.name().to_string(),
-                iops: summary(s.iter().map(|x| x.iops)),
-                mb_s: summary(s.iter().map(|x| x.mb_s)),
-                samples: s.clone(),
-                cache_curve: std::mem::take(&mut curves[si][ji]),
-            });
-        }
-    }
+    let cells = lab.measure_table(&servers, size, opts)?;
+    let tls = tls::run(opts, vecio, &scratch, sockets.path())?;
     Ok(LoopReport {
         meta: RunMeta::collect(&image),
         size,
@@ -298,6 +265,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
         servers,
         skipped,
         cells,
+        tls,
     })
 }
 
@@ -326,13 +294,14 @@ struct Lab<'a> {
 }
 
 impl Lab<'_> {
-    /// Starts `subject`'s server on a fresh socket; `None` for fio on the file.
-    fn start(&mut self, subject: Subject) -> Result<Option<ServerProcess>> {
+    /// Starts `subject`'s server on a fresh socket, requiring TLS with the certificates in
+    /// `tls` if given; `None` for fio on the file.
+    fn start(&mut self, subject: Subject, tls: Option<&Path>) -> Result<Option<ServerProcess>> {
         self.started += 1;
         let socket = self
             .dir
             .join(format!("{}-{}.sock", subject.key(), self.started));
-        let Some(cmd) = subject.command(self.vecio, self.image, &socket) else {
+        let Some(cmd) = subject.command(self.vecio, self.image, &socket, tls) else {
             return Ok(None);
         };
         let log = self.dir.join(format!("{}.log", subject.key()));
@@ -358,7 +327,7 @@ impl Lab<'_> {
                 continue;
             }
             let idle = self
-                .start(subject)
+                .start(subject, None)
                 .and_then(|s| s.context("no server process")?.stop());
             match (idle, peer) {
                 (Ok(idle), _) => servers.push(ServerInfo {
@@ -392,6 +361,55 @@ impl Lab<'_> {
             .unwrap_or_else(|| "unknown".into())
     }
 
+    /// The table: every server that runs and fio on the file, on every job, `repeat` times
+    /// under one progress bar; one cell per subject and job.
+    fn measure_table(
+        &mut self,
+        servers: &[ServerInfo],
+        size: u64,
+        opts: &LoopOptions,
+    ) -> Result<Vec<Cell>> {
+        let mut subjects: Vec<Subject> = servers.iter().map(|s| s.subject).collect();
+        subjects.push(Subject::FioDirect);
+        let steps = opts.repeat as usize * subjects.len() * Job::ALL.len();
+        let phase = Phase::timed("bench loop", opts.runtime * steps as u32);
+        let mut samples = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
+        let mut curves = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
+        for _ in 0..opts.repeat {
+            for (ji, &job) in Job::ALL.iter().enumerate() {
+                for (si, &subject) in subjects.iter().enumerate() {
+                    let idle = servers
+                        .iter()
+                        .find(|s| s.subject == subject)
+                        .map(|s| s.idle);
+                    let (s, curve) = self
+                        .measure(subject, job, size, opts.runtime, idle)
+                        .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
+                    samples[si][ji].push(s);
+                    curves[si][ji] = curve;
+                }
+            }
+        }
+        phase.finish();
+        let mut cells = Vec::new();
+        for (ji, &job) in Job::ALL.iter().enumerate() {
+            for (si, &subject) in subjects.iter().enumerate() {
+                let s = std::mem::take(&mut samples[si][ji]);
+                cells.push(Cell {
+                    subject,
+                    name: subject.name().to_string(),
+                    job,
+                    job_name: job.name().to_string(),
+                    iops: summary(s.iter().map(|x| x.iops)),
+                    mb_s: summary(s.iter().map(|x| x.mb_s)),
+                    samples: s,
+                    cache_curve: std::mem::take(&mut curves[si][ji]),
+                });
+            }
+        }
+        Ok(cells)
+    }
+
     /// One measurement: flush and evict the image, start the server, run the fio job (the page
     /// cache sampled meanwhile), read the page cache, stop the server and read its usage.
     fn measure(
@@ -404,7 +422,7 @@ impl Lab<'_> {
     ) -> Result<(Sample, Vec<CachePoint>)> {
         pagecache::flush_and_evict(self.image)?;
         let before = CacheSnapshot::take(self.image)?;
-        let server = self.start(subject)?;
+        let server = self.start(subject, None)?;
         let mut fio = match &server {
             Some(s) => FioJob::nbd(&s.nbd_uri(), job.rw(), job.bs(), size),
             None => {

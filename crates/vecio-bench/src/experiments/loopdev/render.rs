@@ -43,6 +43,7 @@ pub fn render(r: &LoopReport) -> String {
             else on the machine moves it too), in MiB and as % of the bytes fio moved\n";
     out += &cache_table(r).to_string();
     out += &seed_section(r);
+    out += &super::tls::render(&r.tls);
     out += "\nTargets\n";
     for t in targets(r) {
         out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
@@ -232,7 +233,8 @@ fn fmt_ratio(r: Option<f64>) -> String {
     r.map_or("-".into(), |r| format!("{r:.2}x"))
 }
 
-/// The issue's targets, checked against a report. Targets needing a skipped peer are left out.
+/// The issue's targets, checked against a report, the TLS rows' last. Targets needing a
+/// skipped peer are left out.
 pub fn targets(r: &LoopReport) -> Vec<Target> {
     let mut out = Vec::new();
     let job = Job::RandRead4k;
@@ -279,6 +281,7 @@ pub fn targets(r: &LoopReport) -> Vec<Target> {
             met: pct <= 2.0,
         });
     }
+    out.extend(super::tls::targets(&r.tls));
     out
 }
 
@@ -337,6 +340,7 @@ mod tests {
             servers: Vec::new(),
             skipped: Vec::new(),
             cells,
+            tls: Default::default(),
         }
     }
 
@@ -369,5 +373,21 @@ mod tests {
             assert!(text.contains(want), "{want} missing from:\n{text}");
         }
         assert_eq!(text.matches("[ ok ]").count(), 3, "{text}");
+    }
+
+    #[test]
+    fn tls_rows_join_the_table_and_the_targets() {
+        let mut r = report(80.0, 50.0, 90.0, 0);
+        r.tls = crate::experiments::loopdev::tls::fixture::report([100.0, 70.0], [90.0, 60.0]);
+        let text = render(&r);
+        assert!(text.contains("TLS (issue 12)"), "{text}");
+        let met: Vec<bool> = targets(&r).iter().map(|t| t.met).collect();
+        // vecio over TLS: 70 of 100 plain (a 30% cost), 1.17x qemu-nbd's 60.
+        assert_eq!(met, [true, true, true, false, false, false, false]);
+        r.tls = crate::experiments::loopdev::tls::TlsReport::default();
+        r.tls.skipped = Some("qemu-nbd is not installed".into());
+        let text = render(&r);
+        assert!(text.contains("TLS rows skipped: qemu-nbd is not installed"));
+        assert_eq!(targets(&r).len(), 3);
     }
 }

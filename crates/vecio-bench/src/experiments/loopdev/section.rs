@@ -17,7 +17,7 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
     let Some(l) = &r.loop_dev else {
         return Ok(Section::not_measured(seed, why_missing(r, "loop")));
     };
-    let extra = vec![(
+    let mut extra = vec![(
         "workload".to_string(),
         format!(
             "{} MiB image, {} in flight, {:.1} s per measurement, {} repetition(s)",
@@ -27,11 +27,25 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
             l.repeat
         ),
     )];
+    extra.extend(loopdev::tls::section::setup_line(&l.tls));
     let tools = ["fio", "libnbd", "qemu-nbd", "nbdkit"];
     let mut s = Section::measured(seed, setup::lines(r, &l.meta, extra, &tools));
     s.tables.push(throughput(l));
     s.tables.push(cache(l));
     s.tables.push(beside_seed(l));
+    s.tables.extend(loopdev::tls::section::table(&l.tls));
+    s.plots = plots(l)?;
+    s.targets = loopdev::targets(l);
+    for k in &l.skipped {
+        s.notes
+            .push(format!("skipped {}: {}", k.subject.name(), k.reason));
+    }
+    Ok(s)
+}
+
+/// The throughput bars (4 KiB and 128 KiB jobs) and each job's page-cache curve.
+fn plots(l: &LoopReport) -> Result<Vec<Plot>> {
+    let mut plots = Vec::new();
     for (id, title, iops) in [
         (
             "s001-iops",
@@ -44,7 +58,7 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
             false,
         ),
     ] {
-        s.plots.push(Plot {
+        plots.push(Plot {
             id: id.into(),
             title: title.into(),
             caption: "Bars: median, whiskers: lowest and highest repetition. Dark dashes: vecio's \
@@ -55,7 +69,7 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
         });
     }
     for (ji, job) in Job::ALL.iter().enumerate() {
-        s.plots.push(Plot {
+        plots.push(Plot {
             id: format!("s001-cache-{ji}"),
             title: format!("Page cache over time: {}", job.name()),
             caption: "The image's resident pages while fio ran (the image is evicted before each \
@@ -64,12 +78,7 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
             svg: plot::lines(&cache_curves(l, *job))?,
         });
     }
-    s.targets = loopdev::targets(l);
-    for k in &l.skipped {
-        s.notes
-            .push(format!("skipped {}: {}", k.subject.name(), k.reason));
-    }
-    Ok(s)
+    Ok(plots)
 }
 
 fn unit(job: Job) -> &'static str {
@@ -300,6 +309,7 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
         });
     }
     out.extend(cache_rows(l, seed));
+    out.extend(loopdev::tls::section::summary(&l.tls));
     out
 }
 

@@ -63,9 +63,16 @@ impl Subject {
         }
     }
 
-    /// The command serving `image` on `socket`; `None` for fio on the file.
-    pub(super) fn command(self, vecio: &Path, image: &Path, socket: &Path) -> Option<Command> {
-        let c = match self {
+    /// The command serving `image` on `socket`; `None` for fio on the file. With `tls`, the
+    /// server requires TLS with the certificates in that directory (see [`Subject::tls_args`]).
+    pub(super) fn command(
+        self,
+        vecio: &Path,
+        image: &Path,
+        socket: &Path,
+        tls: Option<&Path>,
+    ) -> Option<Command> {
+        let mut c = match self {
             Subject::VecioDirect | Subject::VecioBuffered => {
                 let mut c = Command::new(vecio);
                 c.arg("nbd").arg("-U").arg(socket);
@@ -74,7 +81,7 @@ impl Subject {
                 } else {
                     "--cache=writeback"
                 });
-                c.arg("--aio=uring").arg(image);
+                c.arg("--aio=uring");
                 c
             }
             Subject::QemuNbd => {
@@ -85,19 +92,45 @@ impl Subject {
                     "--format=raw",
                     "--persistent",
                 ]);
-                c.arg(format!("--socket={}", socket.display())).arg(image);
+                c.arg(format!("--socket={}", socket.display()));
                 c
             }
             Subject::Nbdkit => {
                 let mut c = Command::new("nbdkit");
                 c.args(["--foreground", "--exit-with-parent", "--unix"]);
-                c.arg(socket).arg("file");
-                c.arg(format!("file={}", image.display()));
+                c.arg(socket);
                 c
             }
             Subject::FioDirect => return None,
         };
+        if let Some(dir) = tls {
+            c.args(self.tls_args(dir));
+        }
+        match self {
+            Subject::Nbdkit => c.arg("file").arg(format!("file={}", image.display())),
+            _ => c.arg(image),
+        };
         Some(c)
+    }
+
+    /// The options that make the server require TLS with the X.509 certificates in `dir`
+    /// (`ca-cert.pem`, `server-cert.pem`, `server-key.pem`), client certificates not asked for:
+    /// nbdkit's `--tls=require --tls-certificates`, which vecio nbd shares, and qemu's
+    /// `tls-creds-x509` object (a comma in its `dir=` doubled, as qemu's option syntax asks).
+    pub(super) fn tls_args(self, dir: &Path) -> Vec<String> {
+        let dir = dir.display().to_string();
+        match self {
+            Subject::QemuNbd => vec![
+                "--object".into(),
+                format!(
+                    "tls-creds-x509,id=tls0,dir={},endpoint=server,verify-peer=off",
+                    dir.replace(',', ",,")
+                ),
+                "--tls-creds".into(),
+                "tls0".into(),
+            ],
+            _ => vec!["--tls=require".into(), format!("--tls-certificates={dir}")],
+        }
     }
 }
 

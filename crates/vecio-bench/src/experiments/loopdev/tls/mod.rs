@@ -1,0 +1,403 @@
+//! The loop experiment's TLS rows (issue 12): what TLS costs `vecio nbd` and qemu-nbd, each
+//! measured plain and over TLS in the same run.
+//!
+//! `vecio nbd` direct (`--cache=none`, the default io_uring engine) and `qemu-nbd
+//! --cache=none --aio=io_uring` serve one image on a Unix socket, plain and with
+//! `--tls=require` / `tls-creds-x509` (X.509 certificates the `openssl` command makes in the
+//! run's scratch directory, see [`crate::harness::certs`]). fio's `nbd` engine refuses URIs
+//! naming local files such as `tls-certificates`, so libnbd's own clients read
+//! ([`crate::harness::libnbd`]): `nbdcopy` reads the whole image to `null:` in 128 KiB
+//! requests, and a Python driver over libnbd keeps 4 KiB random reads in flight for the
+//! measurement time. Both keep [`DEPTH`] requests in flight on one connection, and the same
+//! client serves the plain and the TLS cell of a row, so the two differ by TLS alone.
+//!
+//! The image is the table's own when it is at most [`TLS_IMAGE`] bytes (nbdcopy reads a whole
+//! export), else a scratch image of that size. Every measurement starts a fresh server on an
+//! evicted image, as the table's do; within a repetition each server is measured plain and
+//! then over TLS, back to back.
+
+#[cfg(test)]
+pub(crate) mod fixture;
+mod render;
+pub(crate) mod section;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Job, Lab, LoopOptions, Subject, DEPTH};
+use crate::harness::certs::{self, Certificates};
+use crate::harness::libnbd::{self, ClientRun, Endpoint};
+use crate::harness::pagecache;
+use crate::harness::progress::Phase;
+use crate::harness::rusage::Usage;
+use crate::harness::scratch::ScratchFile;
+use crate::harness::server::find_program;
+use crate::harness::stats::{median, paired_median, Summary};
+
+pub use render::{render, targets, MAX_COST, WANT_VS_QEMU};
+
+/// Largest image the TLS rows read: the issue's reference figures are of a 256 MiB image.
+pub const TLS_IMAGE: u64 = 256 << 20;
+
+/// The servers of the TLS rows.
+pub const SUBJECTS: [Subject; 2] = [Subject::VecioDirect, Subject::QemuNbd];
+
+/// The jobs of the TLS rows: 128 KiB sequential reads (nbdcopy), 4 KiB random reads (the
+/// libnbd driver).
+pub const JOBS: [Job; 2] = [Job::Read128k, Job::RandRead4k];
+
+/// One measurement of one server, plain or over TLS, on one job.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct TlsSample {
+    /// Requests per second.
+    pub iops: f64,
+    /// Throughput, MB/s (10^6 bytes per second).
+    pub mb_s: f64,
+    /// Requests completed.
+    pub requests: f64,
+    /// Bytes read.
+    pub bytes: f64,
+    /// Seconds the client took (nbdcopy: its whole run, handshake included; the driver: first
+    /// read to last completion).
+    pub seconds: f64,
+    /// The client's CPU (user + system), percent of one CPU.
+    pub client_cpu_pct: f64,
+    /// The server's CPU time (every thread, idle start and stop subtracted) per request, µs.
+    pub cpu_us_per_req: f64,
+}
+
+impl TlsSample {
+    /// The sample of a client run and the server's usage over it.
+    fn of(run: &ClientRun, server: Usage) -> TlsSample {
+        let per_second = |x: f64| {
+            if run.seconds > 0.0 {
+                x / run.seconds
+            } else {
+                0.0
+            }
+        };
+        let requests = run.requests as f64;
+        TlsSample {
+            iops: per_second(requests),
+            mb_s: per_second(run.bytes as f64) / 1e6,
+            requests,
+            bytes: run.bytes as f64,
+            seconds: run.seconds,
+            client_cpu_pct: 100.0 * per_second(run.cpu_s),
+            cpu_us_per_req: if requests > 0.0 {
+                server.cpu_s() * 1e6 / requests
+            } else {
+                0.0
+            },
+        }
+    }
+
+    /// The job's headline figure: IOPS for 4 KiB reads, MB/s for 128 KiB ones.
+    pub fn figure(&self, job: Job) -> f64 {
+        if job.in_iops() {
+            self.iops
+        } else {
+            self.mb_s
+        }
+    }
+}
+
+/// One server, plain or over TLS, on one job, over all repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TlsCell {
+    /// Who served.
+    pub subject: Subject,
+    /// The subject's name.
+    pub name: String,
+    /// Over TLS (else plain NBD).
+    pub tls: bool,
+    /// Which job.
+    pub job: Job,
+    /// The job's name.
+    pub job_name: String,
+    /// The client that read (`nbdcopy` or the libnbd driver).
+    pub client: String,
+    /// IOPS over the repetitions.
+    pub iops: Summary,
+    /// MB/s over the repetitions.
+    pub mb_s: Summary,
+    /// Every sample, one per repetition.
+    pub samples: Vec<TlsSample>,
+}
+
+impl TlsCell {
+    /// The headline figure's summary (IOPS or MB/s).
+    pub fn figure(&self) -> &Summary {
+        if self.job.in_iops() {
+            &self.iops
+        } else {
+            &self.mb_s
+        }
+    }
+
+    /// Median over the samples of `f`.
+    pub fn median_of(&self, f: impl Fn(&TlsSample) -> f64) -> Option<f64> {
+        median(&self.samples.iter().map(f).collect::<Vec<_>>())
+    }
+}
+
+/// The TLS rows of `vecio bench loop`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TlsReport {
+    /// Why the rows were not measured, if they were not.
+    pub skipped: Option<String>,
+    /// Bytes of the image read.
+    pub image_size: u64,
+    /// Requests in flight.
+    pub depth: u32,
+    /// Seconds per random-read measurement.
+    pub runtime_s: f64,
+    /// The clients' versions.
+    pub clients: Vec<String>,
+    /// Every server, plain and over TLS, on every job.
+    pub cells: Vec<TlsCell>,
+}
+
+impl TlsReport {
+    /// Rows left out, and why.
+    fn skipped(why: impl Into<String>) -> TlsReport {
+        TlsReport {
+            skipped: Some(why.into()),
+            ..TlsReport::default()
+        }
+    }
+
+    /// The cell of `subject` (over TLS or not) on `job`, if measured.
+    pub fn cell(&self, subject: Subject, tls: bool, job: Job) -> Option<&TlsCell> {
+        self.cells
+            .iter()
+            .find(|c| c.subject == subject && c.tls == tls && c.job == job)
+    }
+
+    /// Median over the repetitions of `a`'s figure over `b`'s in the same repetition; each
+    /// side is a server and whether it ran over TLS.
+    pub fn ratio(&self, job: Job, a: (Subject, bool), b: (Subject, bool)) -> Option<f64> {
+        let figures = |(s, tls)| -> Option<Vec<f64>> {
+            let c = self.cell(s, tls, job)?;
+            Some(c.samples.iter().map(|x| x.figure(job)).collect())
+        };
+        paired_median(&figures(a)?, &figures(b)?)
+    }
+
+    /// `subject`'s figure over TLS as a share of its plain figure (paired by repetition).
+    pub fn tls_over_plain(&self, job: Job, subject: Subject) -> Option<f64> {
+        self.ratio(job, (subject, true), (subject, false))
+    }
+}
+
+/// Why the TLS rows cannot run here, if they cannot: qemu-nbd, openssl, nbdcopy or libnbd's
+/// Python binding is missing.
+pub fn tools_missing() -> Option<String> {
+    if find_program("qemu-nbd").is_none() {
+        return Some("qemu-nbd is not installed (scripts/setup installs it)".into());
+    }
+    certs::openssl_missing().or_else(libnbd::clients_missing)
+}
+
+/// How long the TLS rows should take with `opts`: the measurements, the TLS image's fill
+/// where the table's image is larger, and about 1.5 s for the certificates and the idle
+/// starts. Zero when the rows cannot run here.
+pub fn estimate(opts: &LoopOptions) -> Duration {
+    if tools_missing().is_some() {
+        return Duration::ZERO;
+    }
+    let image = opts.size.min(TLS_IMAGE);
+    let fill = if opts.size > TLS_IMAGE {
+        TLS_IMAGE as f64 / 400e6
+    } else {
+        0.0
+    };
+    let setup = Duration::from_secs_f64(fill + 1.5);
+    measure_estimate(opts.runtime, image, opts.repeat) + setup
+}
+
+/// How long the measurements should take: four random-read cells of `runtime`, four
+/// sequential reads of the image at about 300 MB/s, and 0.3 s per cell to evict, start a
+/// server and a client, and stop them; `repeat` times.
+fn measure_estimate(runtime: Duration, image_len: u64, repeat: u32) -> Duration {
+    let per = 4.0 * (runtime.as_secs_f64() + image_len as f64 / 300e6) + 8.0 * 0.3;
+    Duration::from_secs_f64(per * f64::from(repeat))
+}
+
+/// Measures the TLS rows. `main` is the table's image, `dir` the run's socket directory.
+pub(super) fn run(
+    opts: &LoopOptions,
+    vecio: &Path,
+    main: &ScratchFile,
+    dir: &Path,
+) -> Result<TlsReport> {
+    if let Some(why) = tools_missing() {
+        return Ok(TlsReport::skipped(why));
+    }
+    let python = libnbd::python_with_nbd().context("python3 with libnbd's binding")?;
+    let own = if main.len() > TLS_IMAGE {
+        let bar = "preparing TLS image";
+        Some(ScratchFile::prepare_with_bar(
+            bar,
+            opts.dir.as_deref(),
+            None,
+            TLS_IMAGE,
+        )?)
+    } else {
+        None
+    };
+    let image = own.as_ref().unwrap_or(main);
+    let dir = dir.join("tls");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let certs = Certificates::make(&dir.join("certs")).context("making TLS certificates")?;
+    let mut bench = Bench {
+        lab: Lab {
+            vecio,
+            image: image.path(),
+            dir: &dir,
+            disk: None,
+            started: 0,
+        },
+        certs,
+        python: python.clone(),
+        image_len: image.len(),
+        runtime: opts.runtime,
+    };
+    let idle = match bench.idle_costs()? {
+        Ok(idle) => idle,
+        Err(why) => return Ok(TlsReport::skipped(why)),
+    };
+    let samples = bench.measure_all(opts.repeat, &idle)?;
+    Ok(TlsReport {
+        skipped: None,
+        image_size: image.len(),
+        depth: DEPTH,
+        runtime_s: opts.runtime.as_secs_f64(),
+        clients: libnbd::versions(&python),
+        cells: cells(samples),
+    })
+}
+
+/// The measurements' samples keyed by server, TLS and job, in measurement order.
+type Samples = Vec<((Subject, bool, Job), Vec<TlsSample>)>;
+
+/// The cells of the samples, in table order: job, server, plain before TLS.
+fn cells(samples: Samples) -> Vec<TlsCell> {
+    samples
+        .into_iter()
+        .map(|((subject, tls, job), s)| {
+            let summary =
+                |f: fn(&TlsSample) -> f64| Summary::of(&s.iter().map(f).collect::<Vec<_>>());
+            TlsCell {
+                subject,
+                name: subject.name().to_string(),
+                tls,
+                job,
+                job_name: job.name().to_string(),
+                client: client_name(job).to_string(),
+                iops: summary(|x| x.iops).unwrap_or_default(),
+                mb_s: summary(|x| x.mb_s).unwrap_or_default(),
+                samples: s,
+            }
+        })
+        .collect()
+}
+
+/// The client that reads for `job`.
+pub fn client_name(job: Job) -> &'static str {
+    if job.in_iops() {
+        "libnbd driver (python3)"
+    } else {
+        "nbdcopy"
+    }
+}
+
+/// The TLS rows' servers, certificates and clients.
+struct Bench<'a> {
+    lab: Lab<'a>,
+    certs: Certificates,
+    python: PathBuf,
+    image_len: u64,
+    runtime: Duration,
+}
+
+impl Bench<'_> {
+    /// Starts and stops every server, plain and over TLS, once: the idle costs subtracted
+    /// from the samples, indexed `[subject][tls]`. `Err(why)` when qemu-nbd does not start
+    /// (the rows are then skipped); vecio nbd must start.
+    fn idle_costs(&mut self) -> Result<std::result::Result<[[Usage; 2]; 2], String>> {
+        let mut idle = [[Usage::default(); 2]; 2];
+        for (si, &subject) in SUBJECTS.iter().enumerate() {
+            for tls in [false, true] {
+                let server_dir = tls.then(|| self.certs.server_dir());
+                let cost = self
+                    .lab
+                    .start(subject, server_dir)
+                    .and_then(|s| s.context("no server process")?.stop());
+                let how = if tls { "over TLS" } else { "plain" };
+                match cost {
+                    Ok(u) => idle[si][usize::from(tls)] = u,
+                    Err(e) if subject == Subject::QemuNbd => {
+                        return Ok(Err(format!("qemu-nbd does not start {how}: {e:#}")));
+                    }
+                    Err(e) => return Err(e.context(format!("starting vecio nbd {how}"))),
+                }
+            }
+        }
+        Ok(Ok(idle))
+    }
+
+    /// Every cell `repeat` times, under one progress bar.
+    fn measure_all(&mut self, repeat: u32, idle: &[[Usage; 2]; 2]) -> Result<Samples> {
+        let mut samples: Samples = Vec::new();
+        for job in JOBS {
+            for subject in SUBJECTS {
+                for tls in [false, true] {
+                    samples.push(((subject, tls, job), Vec::new()));
+                }
+            }
+        }
+        let phase = Phase::timed(
+            "bench loop TLS",
+            measure_estimate(self.runtime, self.image_len, repeat),
+        );
+        for _ in 0..repeat {
+            for ((subject, tls, job), s) in samples.iter_mut() {
+                let si = usize::from(*subject == Subject::QemuNbd);
+                let idle = idle[si][usize::from(*tls)];
+                let how = if *tls { "over TLS" } else { "plain" };
+                let sample = self
+                    .measure(*subject, *job, *tls, idle)
+                    .with_context(|| format!("{} {how} through {}", job.name(), subject.name()))?;
+                s.push(sample);
+            }
+        }
+        phase.finish();
+        Ok(samples)
+    }
+
+    /// One measurement: evict the image, start the server (TLS required if `tls`), read with
+    /// the job's client, stop the server and read its usage.
+    fn measure(&mut self, subject: Subject, job: Job, tls: bool, idle: Usage) -> Result<TlsSample> {
+        pagecache::flush_and_evict(self.lab.image)?;
+        let server = self
+            .lab
+            .start(subject, tls.then(|| self.certs.server_dir()))?
+            .context("no server process")?;
+        let to = Endpoint {
+            socket: server.socket(),
+            tls: tls.then(|| self.certs.client_dir()),
+        };
+        let run = if job.in_iops() {
+            let secs = self.runtime.as_secs_f64();
+            libnbd::random_reads(&self.python, to, job.bs(), DEPTH, secs)?
+        } else {
+            libnbd::nbdcopy_read(to, self.image_len, job.bs(), DEPTH)?
+        };
+        let usage = server.stop()?.delta(&idle);
+        Ok(TlsSample::of(&run, usage))
+    }
+}
