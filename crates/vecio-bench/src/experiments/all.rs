@@ -109,11 +109,7 @@ impl Plan {
             },
             callcost: CallcostOptions {
                 dir: opts.dir.clone(),
-                runtime: opts
-                    .runtime
-                    .map_or(Duration::from_secs_f64(if q { 0.2 } else { 1.0 }), |r| {
-                        r.min(Duration::from_secs(1))
-                    }),
+                runtime: secs(0.2, 1.0).min(Duration::from_secs(1)),
                 repeat: repeat(3, 5),
                 callgrind: !opts.no_callgrind,
             },

@@ -160,6 +160,34 @@ fn std_open(path: &std::path::Path, direct: bool) -> Result<std::fs::File> {
     Ok(o.open(path)?)
 }
 
+/// The tokio::fs-style path: every read through `spawn_blocking`.
+fn measure_tokio_fs(
+    rt: &tokio::runtime::Runtime,
+    scenario: &'static str,
+    files: Files,
+    opts: &TokioOptions,
+    until: Instant,
+) -> Result<(Vec<TaskOut>, Files)> {
+    let m = std_open(files.medium.path(), false)?;
+    let l = std_open(files.large.path(), true)?;
+    let shared = Arc::new((files, m, l));
+    let outs = rt.block_on(async {
+        let hs: Vec<_> = (0..opts.tasks as u64)
+            .map(|s| tokio::spawn(task_tokio_fs(scenario, shared.clone(), s + 1, until)))
+            .collect();
+        let mut outs = Vec::new();
+        for h in hs {
+            outs.push(h.await.unwrap_or_default());
+        }
+        outs
+    });
+    let files = Arc::try_unwrap(shared)
+        .ok()
+        .context("files still shared")?
+        .0;
+    Ok((outs, files))
+}
+
 /// One measurement: (MiB/s, sorted latencies in ns).
 fn measure(
     rt: &tokio::runtime::Runtime,
@@ -176,24 +204,7 @@ fn measure(
     let (outs, files) = if path == "tokio-uring" {
         super::uring_path::measure(scenario, files, opts, until)?
     } else if path == "tokio::fs" {
-        let m = std_open(files.medium.path(), false)?;
-        let l = std_open(files.large.path(), true)?;
-        let shared = Arc::new((files, m, l));
-        let outs = rt.block_on(async {
-            let hs: Vec<_> = (0..opts.tasks as u64)
-                .map(|s| tokio::spawn(task_tokio_fs(scenario, shared.clone(), s + 1, until)))
-                .collect();
-            let mut outs = Vec::new();
-            for h in hs {
-                outs.push(h.await.unwrap_or_default());
-            }
-            outs
-        });
-        let files = Arc::try_unwrap(shared)
-            .ok()
-            .context("files still shared")?
-            .0;
-        (outs, files)
+        measure_tokio_fs(rt, scenario, files, opts, until)?
     } else {
         let (outs, files) = rt.block_on(async {
             let driver = vecio_tokio::Driver::new(EngineKind::Uring.build()?)?;
