@@ -37,7 +37,7 @@ fn exports_dir() -> (tempfile::TempDir, PathBuf) {
     std::fs::write(dir.join("sub/x"), random_bytes(4096, 4)).unwrap();
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &dir.join("fifo"),
+        dir.join("fifo"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o600),
         0,
