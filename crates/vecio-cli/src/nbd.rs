@@ -25,9 +25,9 @@ use crate::cli::UsageError;
 
 /// Options of `vecio nbd`.
 #[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "dir"])))]
 pub struct NbdArgs {
     /// File or block device to export (or --dir).
-    #[arg(required_unless_present = "dir", conflicts_with = "dir")]
     pub file: Option<PathBuf>,
     /// Serve every regular file of DIR, each under its file name (listed by nbdinfo --list),
     /// opened on first use and shared by every connection to it. Files added later are
