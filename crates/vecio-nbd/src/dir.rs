@@ -7,8 +7,9 @@
 //! `O_NOFOLLOW` on kernels before 5.6), and then shared by every connection to it, as the
 //! one export of a single-file server is: one [`vecio::File`] per file, so multi-conn stays
 //! safe. A name is looked up again at every use: an export whose file was removed or
-//! replaced is retired (connections still using it keep it; it is flushed and closed once
-//! the last of them leaves) and the new file, if any, is opened.
+//! replaced is retired, there or at the next listing (connections still using it keep it;
+//! it is flushed and closed at the first lookup or listing after the last of them leaves),
+//! and the new file, if any, is opened.
 //!
 //! Names are refused before any system call when they could leave the directory or are not
 //! a file name at all: empty, `.`, `..`, containing `/` or NUL, over 4096 bytes. Symbolic
@@ -127,22 +128,39 @@ impl ExportDir {
 
     /// The exports as they are now, sorted by name, each with its description: every
     /// regular file of the directory whose name is UTF-8 and passes [`check_name`]
-    /// (`getdents64(2)`, then `fstatat(2)` without following links).
+    /// (`getdents64(2)`, then `fstatat(2)` without following links). Open exports whose
+    /// file is gone or replaced are retired on the way, so a removed file's space is not
+    /// held once its last connection leaves.
     pub fn list(&self) -> Result<Vec<(String, String)>> {
         let dir_err = |e: rustix::io::Errno| Error::Dir {
             path: self.path.clone(),
             source: e.into(),
         };
-        let mut names = Vec::new();
+        let mut found = HashMap::new();
         for entry in rustix::fs::Dir::read_from(&self.dir).map_err(dir_err)? {
             let entry = entry.map_err(dir_err)?;
             let Ok(name) = entry.file_name().to_str() else {
                 continue;
             };
-            if check_name(name).is_ok() && self.stat(name).is_some() {
-                names.push(name.to_owned());
+            if check_name(name).is_err() {
+                continue;
+            }
+            if let Some(id) = self.stat(name) {
+                found.insert(name.to_owned(), id);
             }
         }
+        {
+            let mut open = self.lock();
+            let gone: Vec<String> = (open.current.iter())
+                .filter(|(n, e)| found.get(*n) != Some(&(e.dev, e.ino)))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for name in gone {
+                retire(&mut open, &name);
+            }
+            prune(&mut open.retired);
+        }
+        let mut names: Vec<String> = found.into_keys().collect();
         names.sort();
         Ok(names
             .into_iter()

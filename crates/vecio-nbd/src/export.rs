@@ -1,5 +1,5 @@
-//! `Export`: the backing file (or block device) of the server, opened once and shared by
-//! every connection, with what the handshake tells clients about it.
+//! `Export`: the backing file (or block device) of one export, opened once and shared by
+//! every connection to it, with what the handshake tells clients about it.
 //!
 //! One [`vecio::File`] serves every connection (through an `Arc`), so a flush (`fdatasync`)
 //! on any connection covers writes completed on all of them, and an FUA write (`RWF_DSYNC`)

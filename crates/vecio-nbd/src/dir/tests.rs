@@ -61,6 +61,15 @@ fn one_export_per_file_shared_and_replaced_when_the_file_is() {
     assert!(!Arc::ptr_eq(&first, &second));
     assert_eq!((first.size(), second.size()), (4096, 8192));
     assert_eq!(x.lock().retired.len(), 1);
+    // Listing retires an export whose file is gone, even before anyone asks for it.
+    std::fs::write(d.path().join("c.img"), vec![2u8; 4096]).unwrap();
+    let third = x.get("c.img").unwrap();
+    std::fs::remove_file(d.path().join("c.img")).unwrap();
+    assert_eq!(x.list().unwrap().len(), 1);
+    assert!(!x.lock().current.contains_key("c.img"));
+    drop(third);
+    x.list().unwrap();
+    assert_eq!(x.lock().retired.len(), 1, "only a.img's first file is still in use");
     // Removed: refused, and the retired export is closed once nothing uses it.
     std::fs::remove_file(d.path().join("a.img")).unwrap();
     assert!(x.get("a.img").is_err());
