@@ -30,8 +30,8 @@ impl std::error::Error for UsageError {}
     about = "Vectored I/O for user space: the vecio nbd and vecio fuse servers, \
              vecio bench and vecio info",
     long_about = "vecio brings the Linux kernel's vectored-I/O design to user space. \
-                  `vecio nbd` serves a file or block device over NBD (the loop device in user \
-                  space); `vecio fuse` mounts a passthrough view of a directory over FUSE with \
+                  `vecio nbd` serves a file or block device (or each file of a directory) over \
+                  NBD (the loop device in user space); `vecio fuse` mounts a passthrough view of a directory over FUSE with \
                   large scatter-gather direct I/O; `vecio bench` re-measures the five source \
                   documents' results beside fio, qemu-nbd, nbdkit and libfuse; `vecio info` \
                   says what the kernel allows on a file or device."
@@ -48,7 +48,8 @@ pub enum Command {
     /// Re-measure the source documents' tables on this machine.
     #[command(subcommand)]
     Bench(Bench),
-    /// Serve a file or block device over NBD (the user-space loop device).
+    /// Serve a file or block device, or each file of a directory, over NBD (the user-space
+    /// loop device).
     Nbd(crate::nbd::NbdArgs),
     /// Mount a passthrough view of a directory over FUSE (large scatter-gather direct I/O).
     Fuse(crate::fuse::FuseArgs),

@@ -1,4 +1,5 @@
-//! `vecio nbd`: serves a file or block device over NBD until SIGINT or SIGTERM.
+//! `vecio nbd`: serves a file or block device over NBD until SIGINT or SIGTERM; with
+//! `--dir DIR`, every regular file of DIR, each under its file name.
 //!
 //! Option names follow qemu-nbd where the meaning is the same (`--cache`, `--aio`, `-x`,
 //! `-D`, `-r`, `-e/--shared`, `-b`, `-p`, `--pid-file`); the Unix socket is `-U` as in nbdkit.
@@ -18,14 +19,24 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use vecio_nbd::{Cache, Export, ExportOptions, Server, ServerOptions};
+use vecio_nbd::{Cache, Export, ExportDir, ExportOptions, Server, ServerOptions};
+
+use crate::cli::UsageError;
 
 /// Options of `vecio nbd`.
 #[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["file", "dir"])))]
 pub struct NbdArgs {
-    /// File or block device to export.
-    pub file: PathBuf,
-    /// Unix socket to listen on. Default, when no -p is given either: FILE.sock.
+    /// File or block device to export (or --dir).
+    pub file: Option<PathBuf>,
+    /// Serve every regular file of DIR, each under its file name (listed by nbdinfo --list),
+    /// opened on first use and shared by every connection to it. Files added later are
+    /// served, removed ones are not; symbolic links, subdirectories, devices and names
+    /// with '/' or '..' are refused. "" is refused unless -x names a default export.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Unix socket to listen on. Default, when no -p is given either: FILE.sock (DIR.sock,
+    /// beside DIR, with --dir).
     #[arg(short = 'U', long = "socket")]
     pub socket: Option<PathBuf>,
     /// TCP port to listen on (0: any free port; the one chosen is printed).
@@ -48,10 +59,11 @@ pub struct NbdArgs {
     /// (pool) are accepted.
     #[arg(long, default_value = "uring", value_parser = parse_aio)]
     pub aio: vecio::EngineKind,
-    /// Export name (clients may also ask for the default export, "").
+    /// Export name (clients may also ask for the default export, ""). With --dir: the file
+    /// of DIR that "" means (by default "" is refused under --dir).
     #[arg(short = 'x', long, default_value = "")]
     pub export_name: String,
-    /// Export description shown to clients.
+    /// Export description shown to clients (with --dir: the -x export's).
     #[arg(short = 'D', long, default_value = "")]
     pub description: String,
     /// Write the process id to this file once listening.
@@ -146,6 +158,60 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
     Ok(Some(tls))
 }
 
+/// The server of FILE, or of DIR's files, listening nowhere yet.
+fn server(a: &NbdArgs) -> Result<Server> {
+    let opts = ServerOptions {
+        aio: a.aio,
+        shared: a.shared,
+        tls: tls(a)?,
+        oneshot: a.oneshot,
+    };
+    let export = ExportOptions {
+        name: a.export_name.clone(),
+        description: a.description.clone(),
+        read_only: a.read_only,
+        cache: a.cache,
+    };
+    let Some(dir) = &a.dir else {
+        let file = a.file.as_deref().context("FILE or --dir is required")?;
+        let export = Export::open(file, export)?;
+        tracing::info!(
+            file = %file.display(),
+            size = export.size(),
+            direct = export.file().is_direct(),
+            align = export.file().dio_align().offset,
+            "export"
+        );
+        return Ok(Server::new(export, opts)?);
+    };
+    if !a.description.is_empty() && a.export_name.is_empty() {
+        let msg = "--dir: -D describes the default export: name it with -x";
+        return Err(UsageError(msg.into()).into());
+    }
+    if !a.export_name.is_empty() {
+        if let Err(why) = vecio_nbd::check_name(&a.export_name) {
+            return Err(UsageError(format!("-x {:?}: {why}", a.export_name)).into());
+        }
+    }
+    let exports = ExportDir::open(dir, export)?;
+    tracing::info!(dir = %dir.display(), default = a.export_name, "exports");
+    Ok(Server::with_dir(exports, opts)?)
+}
+
+/// FILE.sock, or DIR.sock beside DIR (never inside it, whatever slashes DIR ends with).
+fn default_socket(a: &NbdArgs) -> PathBuf {
+    let mut s = match (&a.dir, &a.file) {
+        (Some(d), _) => {
+            let d = std::path::absolute(d).unwrap_or_else(|_| d.clone());
+            d.components().collect::<PathBuf>().into_os_string()
+        }
+        (None, Some(f)) => f.clone().into_os_string(),
+        (None, None) => "vecio-nbd".into(),
+    };
+    s.push(".sock");
+    PathBuf::from(s)
+}
+
 /// Runs `vecio nbd`.
 pub fn run(a: NbdArgs) -> Result<()> {
     // Socket activation: taken (and the variables unset) before anything starts a thread.
@@ -153,41 +219,11 @@ pub fn run(a: NbdArgs) -> Result<()> {
     if !passed.is_empty() && (a.socket.is_some() || a.port.is_some()) {
         anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U or -p");
     }
-    // TLS settings first: a usage error or a bad key file is reported before the file opens.
-    let tls = tls(&a)?;
-    let export = Export::open(
-        &a.file,
-        ExportOptions {
-            name: a.export_name.clone(),
-            description: a.description.clone(),
-            read_only: a.read_only,
-            cache: a.cache,
-        },
-    )?;
-    tracing::info!(
-        file = %a.file.display(),
-        size = export.size(),
-        direct = export.file().is_direct(),
-        align = export.file().dio_align().offset,
-        "export"
-    );
-    let mut server = Server::new(
-        export,
-        ServerOptions {
-            aio: a.aio,
-            shared: a.shared,
-            tls,
-            oneshot: a.oneshot,
-        },
-    )?;
+    let mut server = server(&a)?;
     let socket = match (&a.socket, a.port) {
         _ if !passed.is_empty() => None,
         (Some(s), _) => Some(s.clone()),
-        (None, None) => {
-            let mut s = a.file.clone().into_os_string();
-            s.push(".sock");
-            Some(PathBuf::from(s))
-        }
+        (None, None) => Some(default_socket(&a)),
         (None, Some(_)) => None,
     };
     let name = uri_path(&a.export_name);

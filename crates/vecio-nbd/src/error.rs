@@ -18,6 +18,15 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The directory of an [`ExportDir`](crate::ExportDir) could not be opened or read.
+    #[error("{path}: {source}", path = path.display())]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// What the kernel said.
+        #[source]
+        source: io::Error,
+    },
     /// A listening socket could not be set up.
     #[error("cannot listen on {addr}: {source}")]
     Listen {

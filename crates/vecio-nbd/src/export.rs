@@ -1,5 +1,5 @@
-//! `Export`: the backing file (or block device) of the server, opened once and shared by
-//! every connection, with what the handshake tells clients about it.
+//! `Export`: the backing file (or block device) of one export, opened once and shared by
+//! every connection to it, with what the handshake tells clients about it.
 //!
 //! One [`vecio::File`] serves every connection (through an `Arc`), so a flush (`fdatasync`)
 //! on any connection covers writes completed on all of them, and an FUA write (`RWF_DSYNC`)
@@ -71,6 +71,17 @@ pub struct ExportOptions {
     pub cache: Cache,
 }
 
+/// Refuses a name or description the protocol cannot carry (over 4096 bytes, or with NUL).
+fn check_strings(opts: &ExportOptions) -> Result<()> {
+    if opts.name.len() > crate::proto::MAX_STRING || opts.name.contains('\0') {
+        return Err(Error::Config("export name too long or contains NUL".into()));
+    }
+    if opts.description.len() > crate::proto::MAX_STRING || opts.description.contains('\0') {
+        return Err(Error::Config("description too long or contains NUL".into()));
+    }
+    Ok(())
+}
+
 /// The exported file and what clients are told about it.
 pub struct Export {
     file: Arc<File>,
@@ -95,13 +106,7 @@ impl Export {
     /// Opens `path` (a regular file or block device) for export: `O_DIRECT` for
     /// [`Cache::None`], read-only when asked.
     pub fn open(path: impl AsRef<Path>, opts: ExportOptions) -> Result<Self> {
-        let path = path.as_ref();
-        if opts.name.len() > crate::proto::MAX_STRING || opts.name.contains('\0') {
-            return Err(Error::Config("export name too long or contains NUL".into()));
-        }
-        if opts.description.len() > crate::proto::MAX_STRING || opts.description.contains('\0') {
-            return Err(Error::Config("description too long or contains NUL".into()));
-        }
+        check_strings(&opts)?;
         let direct = match opts.cache {
             Cache::None => Direct::On,
             Cache::Writeback => Direct::Off,
@@ -110,9 +115,23 @@ impl Export {
             .read(true)
             .write(!opts.read_only)
             .direct(direct)
-            .open(path)?;
+            .open(path.as_ref())?;
+        Self::from_file(file, opts)
+    }
+
+    /// Exports a file the caller opened (as [`ExportDir`](crate::ExportDir) does, beneath its
+    /// directory). The file's direct mode and access are taken as they are; `opts.cache` is
+    /// only reported, and `opts.read_only` must match a file opened without write access.
+    pub fn from_file(file: File, opts: ExportOptions) -> Result<Self> {
+        check_strings(&opts)?;
+        if !opts.read_only && !file.is_writable() {
+            return Err(Error::Config(format!(
+                "{}: opened read-only for a writable export",
+                file.display_path().display()
+            )));
+        }
         let size = file.size().map_err(|source| Error::Size {
-            path: path.to_path_buf(),
+            path: file.display_path(),
             source,
         })?;
         let align = file.dio_align();

@@ -9,10 +9,12 @@
 //! `NBD_REP_ERR_SHUTDOWN`.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::Malformed;
 use crate::export::Export;
+use crate::exports::Exports;
 use crate::proto::{self, info, opt, rep, HandshakeFlags, OptionHeader, TransmissionFlags};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use crate::tls::{Tls, TlsMode};
@@ -39,8 +41,8 @@ pub(crate) struct Session {
 /// How a handshake ended.
 #[derive(Debug)]
 pub(crate) enum Outcome {
-    /// Transmission begins.
-    Go(Session),
+    /// Transmission begins on the export chosen.
+    Go(Session, Arc<Export>),
     /// The client left (`NBD_OPT_ABORT`, end of stream) or the server is shutting down.
     Closed,
 }
@@ -119,9 +121,10 @@ impl Wire<'_> {
 
 /// Option state between options.
 struct State<'a> {
-    export: &'a Export,
+    exports: &'a Exports,
     structured: bool,
-    meta: bool,
+    /// The export `base:allocation` was selected for (by `SET_META_CONTEXT`).
+    meta: Option<Arc<Export>>,
     out: Vec<u8>,
 }
 
@@ -130,28 +133,57 @@ impl State<'_> {
         proto::encode_option_reply(&mut self.out, option, kind, data);
     }
 
-    fn session(&self) -> Session {
-        Session {
+    /// Transmission on `export`: the metadata context stays selected only when it was
+    /// selected for that export.
+    fn go(&self, export: Arc<Export>) -> Outcome {
+        let meta = self.meta.as_ref().is_some_and(|m| Arc::ptr_eq(m, &export));
+        let session = Session {
             structured: self.structured,
-            meta: self.meta.then_some(BASE_ALLOCATION_ID),
-            flags: self.export.flags(self.structured),
+            meta: meta.then_some(BASE_ALLOCATION_ID),
+            flags: export.flags(self.structured),
+        };
+        Outcome::Go(session, export)
+    }
+
+    /// The export `name` means, or `NBD_REP_ERR_UNKNOWN` sent with the reason.
+    fn lookup(&mut self, option: u32, name: &str) -> Option<Arc<Export>> {
+        match self.exports.get(name) {
+            Ok(e) => Some(e),
+            Err(why) => {
+                tracing::debug!(export = name, "refused: {why}");
+                self.reply(option, rep::ERR_UNKNOWN, why.as_bytes());
+                None
+            }
         }
     }
 
-    /// `NBD_OPT_INFO` and `NBD_OPT_GO`; true when the export was accepted.
-    fn info(&mut self, option: u32, data: &[u8]) -> bool {
+    /// `NBD_OPT_LIST`: an `NBD_REP_SERVER` per export.
+    fn list(&mut self, option: u32) {
+        match self.exports.list() {
+            Ok(all) => {
+                for (name, description) in all {
+                    let d = proto::rep_server(&name, &description);
+                    self.reply(option, rep::SERVER, &d);
+                }
+                self.reply(option, rep::ACK, &[]);
+            }
+            Err(e) => {
+                tracing::warn!("listing the exports: {e}");
+                self.reply(option, rep::ERR_PLATFORM, b"the exports cannot be listed");
+            }
+        }
+    }
+
+    /// `NBD_OPT_INFO` and `NBD_OPT_GO`; the export when it was accepted.
+    fn info(&mut self, option: u32, data: &[u8]) -> Option<Arc<Export>> {
         let req = match proto::decode_info_request(data) {
             Ok(r) => r,
             Err(e) => {
                 self.reply(option, rep::ERR_INVALID, e.to_string().as_bytes());
-                return false;
+                return None;
             }
         };
-        if !self.export.answers_to(&req.name) {
-            self.reply(option, rep::ERR_UNKNOWN, b"no such export");
-            return false;
-        }
-        let e = self.export;
+        let e = self.lookup(option, &req.name)?;
         let flags = e.flags(self.structured);
         self.reply(option, rep::INFO, &proto::info_export(e.size(), flags));
         let (min, pref, max) = e.block_sizes();
@@ -164,7 +196,7 @@ impl State<'_> {
             self.reply(option, rep::INFO, &d);
         }
         self.reply(option, rep::ACK, &[]);
-        true
+        Some(e)
     }
 
     /// `NBD_OPT_LIST_META_CONTEXT` and `NBD_OPT_SET_META_CONTEXT`.
@@ -172,7 +204,7 @@ impl State<'_> {
         let set = option == opt::SET_META_CONTEXT;
         if set {
             // Setting replaces the selection, even when it fails.
-            self.meta = false;
+            self.meta = None;
             if !self.structured {
                 let msg = b"structured replies must be negotiated first";
                 self.reply(option, rep::ERR_INVALID, msg);
@@ -190,10 +222,9 @@ impl State<'_> {
                 return;
             }
         };
-        if !self.export.answers_to(&req.name) {
-            self.reply(option, rep::ERR_UNKNOWN, b"no such export");
+        let Some(export) = self.lookup(option, &req.name) else {
             return;
-        }
+        };
         let found = if set {
             req.queries.iter().any(|q| q == BASE_ALLOCATION)
         } else {
@@ -208,7 +239,9 @@ impl State<'_> {
             let d = proto::rep_meta_context(id, BASE_ALLOCATION);
             self.reply(option, rep::META_CONTEXT, &d);
         }
-        self.meta = set && found || (!set && self.meta);
+        if set && found {
+            self.meta = Some(export);
+        }
         self.reply(option, rep::ACK, &[]);
     }
 }
@@ -240,7 +273,7 @@ fn starttls(
             wire.write_all(&std::mem::take(&mut st.out))?;
             wire.stream.start_tls(t)?;
             st.structured = false;
-            st.meta = false;
+            st.meta = None;
             tracing::debug!(
                 "TLS on: {}",
                 wire.stream.tls_description().unwrap_or_default()
@@ -250,10 +283,10 @@ fn starttls(
     wire.write_all(&std::mem::take(&mut st.out))
 }
 
-/// Runs the handshake on `wire` for `export`, with `tls` offered or required if given.
+/// Runs the handshake on `wire` for `exports`, with `tls` offered or required if given.
 pub(crate) fn negotiate(
     wire: &mut Wire<'_>,
-    export: &Export,
+    exports: &Exports,
     tls: Option<&Tls>,
 ) -> Result<Outcome, Stop> {
     let require = tls.is_some_and(|t| t.mode == TlsMode::Require);
@@ -264,9 +297,9 @@ pub(crate) fn negotiate(
     let client = proto::decode_client_flags(cf).map_err(Stop::Protocol)?;
     let no_zeroes = client.contains(proto::ClientFlags::NO_ZEROES);
     let mut st = State {
-        export,
+        exports,
         structured: false,
-        meta: false,
+        meta: None,
         out: Vec::new(),
     };
     loop {
@@ -323,17 +356,18 @@ fn option(st: &mut State<'_>, option: u32, data: &[u8], no_zeroes: bool) -> Opti
     match option {
         opt::EXPORT_NAME => {
             let name = std::str::from_utf8(data).unwrap_or("\0");
-            if !st.export.answers_to(name) {
+            let Ok(export) = st.exports.get(name) else {
                 // No error can be sent in reply to EXPORT_NAME: the session ends.
+                tracing::debug!(export = name, "EXPORT_NAME refused: closing");
                 return Some(Outcome::Closed);
-            }
-            let flags = st.export.flags(st.structured);
+            };
+            let flags = export.flags(st.structured);
             st.out.extend(proto::encode_export_name_reply(
-                st.export.size(),
+                export.size(),
                 flags,
                 no_zeroes,
             ));
-            Some(Outcome::Go(st.session()))
+            Some(st.go(export))
         }
         opt::ABORT => {
             st.reply(option, rep::ACK, &[]);
@@ -344,16 +378,14 @@ fn option(st: &mut State<'_>, option: u32, data: &[u8], no_zeroes: bool) -> Opti
             None
         }
         opt::LIST => {
-            let d = proto::rep_server(st.export.name(), st.export.description());
-            st.reply(option, rep::SERVER, &d);
-            st.reply(option, rep::ACK, &[]);
+            st.list(option);
             None
         }
         opt::INFO => {
             st.info(option, data);
             None
         }
-        opt::GO => st.info(option, data).then(|| Outcome::Go(st.session())),
+        opt::GO => st.info(option, data).map(|e| st.go(e)),
         opt::STRUCTURED_REPLY if !empty => {
             st.reply(option, rep::ERR_INVALID, b"STRUCTURED_REPLY takes no data");
             None

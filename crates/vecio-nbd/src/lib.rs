@@ -6,6 +6,9 @@
 //!
 //! - [`Export`]: the backing file, opened once (`O_DIRECT` by default) and shared by every
 //!   connection, so flush and FUA are visible across connections (`NBD_FLAG_CAN_MULTI_CONN`).
+//! - [`ExportDir`]: every regular file of a directory, each an export under its file name,
+//!   opened on first use beneath the directory (no name, link or `..` leads out of it) and
+//!   then shared the same way (`vecio nbd --dir`).
 //! - [`Server`]: Unix-socket and TCP listeners, a thread per connection, each with its own
 //!   [`vecio::Queue`] over its own engine; many requests in flight per connection, submitted
 //!   together, answered as they complete. Clean shutdown through a [`ShutdownHandle`].
@@ -21,8 +24,10 @@
 mod activation;
 mod check;
 mod conn;
+mod dir;
 mod error;
 mod export;
+mod exports;
 mod handshake;
 mod holes;
 mod ops;
@@ -35,6 +40,7 @@ mod stream;
 mod tls;
 
 pub use activation::listen_fds;
+pub use dir::{check_name, ExportDir};
 pub use error::{Error, Malformed, Result};
 pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
 pub use server::{ListenAddr, Server, ServerOptions};

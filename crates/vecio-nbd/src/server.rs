@@ -31,7 +31,9 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 
 use crate::conn::Conn;
 use crate::error::{Error, Result};
+use crate::dir::ExportDir;
 use crate::export::Export;
+use crate::exports::Exports;
 use crate::handshake::{self, Outcome, Stop, Wire};
 use crate::stream::{ShutdownHandle, Sock, Stream};
 use crate::tls::Tls;
@@ -110,9 +112,9 @@ pub enum ListenAddr {
     Tcp(SocketAddr),
 }
 
-/// An NBD server of one [`Export`] (see the crate documentation).
+/// An NBD server of one [`Export`], or of an [`ExportDir`]'s (see the crate documentation).
 pub struct Server {
-    export: Arc<Export>,
+    exports: Arc<Exports>,
     opts: ServerOptions,
     listeners: Vec<Listener>,
     shutdown: ShutdownHandle,
@@ -121,18 +123,31 @@ pub struct Server {
 impl Server {
     /// A server of `export`, listening nowhere yet.
     pub fn new(export: Export, opts: ServerOptions) -> Result<Self> {
+        Self::serving(Exports::One(Arc::new(export)), opts)
+    }
+
+    /// A server of every regular file in `dir`, each under its file name, listening nowhere
+    /// yet.
+    pub fn with_dir(dir: ExportDir, opts: ServerOptions) -> Result<Self> {
+        Self::serving(Exports::Dir(dir), opts)
+    }
+
+    fn serving(exports: Exports, opts: ServerOptions) -> Result<Self> {
         let shutdown = ShutdownHandle::new().map_err(Error::Thread)?;
         Ok(Server {
-            export: Arc::new(export),
+            exports: Arc::new(exports),
             opts,
             listeners: Vec::new(),
             shutdown,
         })
     }
 
-    /// The export.
-    pub fn export(&self) -> &Arc<Export> {
-        &self.export
+    /// The export of a single-export server (`None` for a directory's).
+    pub fn export(&self) -> Option<&Arc<Export>> {
+        match &*self.exports {
+            Exports::One(e) => Some(e),
+            Exports::Dir(_) => None,
+        }
     }
 
     /// A handle that stops [`run`](Self::run) from any thread (or a signal handler thread).
@@ -224,7 +239,7 @@ impl Server {
     }
 
     /// Serves until the shutdown handle is triggered, then waits for every connection to
-    /// finish its requests in flight and flushes the file (`fdatasync`).
+    /// finish its requests in flight and flushes the files open for writing (`fdatasync`).
     pub fn run(mut self) -> Result<()> {
         if self.listeners.is_empty() {
             return Err(Error::Config("no socket to listen on".into()));
@@ -267,13 +282,7 @@ impl Server {
         for h in conns {
             let _ = h.join();
         }
-        if !self.export.is_read_only() {
-            self.export.flush().map_err(|source| Error::Flush {
-                path: self.export.file().display_path(),
-                source,
-            })?;
-        }
-        Ok(())
+        self.exports.flush()
     }
 
     /// Indices of listeners with a client waiting; when `full`, waits only for shutdown or a
@@ -311,13 +320,13 @@ impl Server {
     }
 
     fn spawn(&self, id: u64, stream: Stream) -> Result<JoinHandle<()>> {
-        let export = self.export.clone();
+        let exports = self.exports.clone();
         let shutdown = self.shutdown.clone();
         let aio = self.opts.aio;
         let tls = self.opts.tls.clone();
         std::thread::Builder::new()
             .name(format!("nbd-conn-{id}"))
-            .spawn(move || connection(id, stream, export, aio, tls, shutdown))
+            .spawn(move || connection(id, stream, exports, aio, tls, shutdown))
             .map_err(Error::Thread)
     }
 }
@@ -326,7 +335,7 @@ impl Server {
 fn connection(
     id: u64,
     mut stream: Stream,
-    export: Arc<Export>,
+    exports: Arc<Exports>,
     aio: vecio::EngineKind,
     tls: Option<Tls>,
     shutdown: ShutdownHandle,
@@ -341,10 +350,10 @@ fn connection(
             shutdown: &shutdown,
             deadline: std::time::Instant::now() + handshake::HANDSHAKE_TIMEOUT,
         };
-        handshake::negotiate(&mut wire, &export, tls.as_ref())
+        handshake::negotiate(&mut wire, &exports, tls.as_ref())
     };
-    let session = match outcome {
-        Ok(Outcome::Go(s)) => s,
+    let (session, export) = match outcome {
+        Ok(Outcome::Go(s, e)) => (s, e),
         Ok(Outcome::Closed) | Err(Stop::Closed) => {
             tracing::debug!(conn = id, "left during the handshake");
             stream.close();

@@ -129,21 +129,39 @@ pub fn start_on(dir: tempfile::TempDir, image: PathBuf, o: Opts) -> Running {
         },
     )
     .expect("open export");
-    let mut server = Server::new(
-        export,
-        ServerOptions {
-            aio: o.aio,
-            shared: o.shared,
-            tls: o.tls,
-            oneshot: false,
-        },
-    )
-    .unwrap();
+    let server = Server::new(export, server_options(&o)).unwrap();
+    serve(dir, image, server, o.tcp)
+}
+
+/// Starts a server of every regular file in `served` (`vecio nbd --dir`), a directory in
+/// `dir` or `dir` itself, where the socket goes: `exports` as
+/// [`ExportDir::open`](vecio_nbd::ExportDir::open) takes it (a name: the default export),
+/// `o` for the rest (its size, name, description and image options are not used).
+/// `Running::image` is `served`.
+pub fn start_dir(
+    dir: tempfile::TempDir,
+    served: PathBuf,
+    exports: ExportOptions,
+    o: Opts,
+) -> Running {
+    let exports = vecio_nbd::ExportDir::open(&served, exports).expect("open the directory");
+    let server = Server::with_dir(exports, server_options(&o)).unwrap();
+    serve(dir, served, server, o.tcp)
+}
+
+fn server_options(o: &Opts) -> ServerOptions {
+    ServerOptions {
+        aio: o.aio,
+        shared: o.shared,
+        tls: o.tls.clone(),
+        oneshot: false,
+    }
+}
+
+fn serve(dir: tempfile::TempDir, image: PathBuf, mut server: Server, tcp: bool) -> Running {
     let socket = dir.path().join("nbd.sock");
     server.listen_unix(&socket).unwrap();
-    let tcp = o
-        .tcp
-        .then(|| server.listen_tcp("127.0.0.1:0".parse().unwrap()).unwrap());
+    let tcp = tcp.then(|| server.listen_tcp("127.0.0.1:0".parse().unwrap()).unwrap());
     let stop = server.shutdown_handle();
     let thread = Some(std::thread::spawn(move || server.run()));
     Running {
