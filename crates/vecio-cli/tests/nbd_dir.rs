@@ -143,7 +143,9 @@ fn x_names_the_default_export_and_d_describes_it() {
     }
     let root = scratch_dir("vecio-nbd-dir-");
     images(root.path());
-    let args = ["--dir", "images", "-x", "b.img", "-D", "disk b", "-r", "-U", "d.sock"];
+    let args = [
+        "--dir", "images", "-x", "b.img", "-D", "disk b", "-r", "-U", "d.sock",
+    ];
     let (mut child, uri) = serve(root.path(), &args);
     let sock = root.path().join("d.sock");
     assert_eq!(uri, format!("nbd+unix:///b.img?socket={}", sock.display()));
@@ -172,7 +174,16 @@ fn fork_and_socket_activation_serve_a_directory() {
     images(root.path());
     // Standard error stays the forked server's: not a pipe this test would wait on.
     let out = Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .args(["nbd", "--dir", "images", "-U", "f.sock", "--fork", "--pid-file", "pid"])
+        .args([
+            "nbd",
+            "--dir",
+            "images",
+            "-U",
+            "f.sock",
+            "--fork",
+            "--pid-file",
+            "pid",
+        ])
         .current_dir(root.path())
         .stderr(Stdio::null())
         .output()

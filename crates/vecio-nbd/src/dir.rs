@@ -297,8 +297,7 @@ impl ExportDir {
 /// kernel without openat2 (`ENOSYS`, before 5.6), `openat` with the `O_NOFOLLOW` in `flags`
 /// (`name` has no `/`, so only a last-component link could lead out, and that is refused).
 fn open_beneath(dir: &OwnedFd, name: &str, flags: OFlags) -> rustix::io::Result<OwnedFd> {
-    let resolve =
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     match rustix::fs::openat2(dir, name, flags, Mode::empty(), resolve) {
         Err(rustix::io::Errno::NOSYS) => rustix::fs::openat(dir, name, flags, Mode::empty()),
         r => r,

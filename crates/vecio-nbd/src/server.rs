@@ -30,8 +30,8 @@ use std::time::Duration;
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 use crate::conn::Conn;
-use crate::error::{Error, Result};
 use crate::dir::ExportDir;
+use crate::error::{Error, Result};
 use crate::export::Export;
 use crate::exports::Exports;
 use crate::handshake::{self, Outcome, Stop, Wire};

@@ -101,7 +101,11 @@ fn nbdinfo_lists_every_regular_file_and_nothing_else() {
     let srv = serve("b.img", "the b disk", Opts::default());
     let want = [
         ("a.img".to_string(), String::new(), MIB as u64),
-        ("b.img".to_string(), "the b disk".to_string(), 2 * MIB as u64),
+        (
+            "b.img".to_string(),
+            "the b disk".to_string(),
+            2 * MIB as u64,
+        ),
     ];
     assert_eq!(listed(&srv), want);
     // The default export is b.img.
@@ -194,7 +198,14 @@ fn names_that_try_to_leave_the_directory_are_refused() {
     }
     let srv = serve("", "", Opts::default());
     // nbdinfo, as a user would try: the URI's path is the name.
-    for name in ["..%2Fsecret", "%2Fetc%2Fpasswd", "/etc/passwd", "escape", "passwd", "sub"] {
+    for name in [
+        "..%2Fsecret",
+        "%2Fetc%2Fpasswd",
+        "/etc/passwd",
+        "escape",
+        "passwd",
+        "sub",
+    ] {
         assert!(!nbdinfo_opens(&srv, name), "nbdinfo opened {name:?}");
     }
     assert!(nbdinfo_opens(&srv, "a.img"));
@@ -292,9 +303,8 @@ fn files_added_after_start_are_served_and_removed_ones_vanish() {
         return;
     }
     let srv = serve("", "", Opts::default());
-    let names = |srv: &Running| -> Vec<String> {
-        listed(srv).into_iter().map(|(n, _, _)| n).collect()
-    };
+    let names =
+        |srv: &Running| -> Vec<String> { listed(srv).into_iter().map(|(n, _, _)| n).collect() };
     assert!(nbdinfo_opens(&srv, "a.img"));
     std::fs::write(srv.image.join("c.img"), random_bytes(MIB / 2, 5)).unwrap();
     assert_eq!(names(&srv), ["a.img", "b.img", "c.img"]);
@@ -335,8 +345,14 @@ fn read_only_buffered_and_every_engine_per_export() {
             .arg(uri(&srv, "a.img"))
             .output()
             .unwrap();
-        assert!(!write.status.success(), "{aio:?}: wrote to a read-only export");
-        assert_eq!(std::fs::read(srv.image.join("a.img")).unwrap(), random_bytes(MIB, 1));
+        assert!(
+            !write.status.success(),
+            "{aio:?}: wrote to a read-only export"
+        );
+        assert_eq!(
+            std::fs::read(srv.image.join("a.img")).unwrap(),
+            random_bytes(MIB, 1)
+        );
     }
 }
 
@@ -382,8 +398,15 @@ fn self_signed(dir: &Path) -> bool {
     let key = dir.join("server-key.pem");
     let cert = dir.join("server-cert.pem");
     let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ])
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
@@ -424,7 +447,10 @@ fn tls_required_per_export() {
         )
     };
     let out = run(Command::new("nbdinfo").args(["--list", "--json", &tls_uri("")]));
-    assert!(out.contains("\"a.img\"") && out.contains("\"b.img\""), "{out}");
+    assert!(
+        out.contains("\"a.img\"") && out.contains("\"b.img\""),
+        "{out}"
+    );
     let copy = srv.dir.path().join("copy-b");
     run(Command::new("nbdcopy").arg(tls_uri("b.img")).arg(&copy));
     assert_eq!(std::fs::read(&copy).unwrap(), random_bytes(2 * MIB, 2));

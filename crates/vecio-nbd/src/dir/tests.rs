@@ -69,7 +69,11 @@ fn one_export_per_file_shared_and_replaced_when_the_file_is() {
     assert!(!x.lock().current.contains_key("c.img"));
     drop(third);
     x.list().unwrap();
-    assert_eq!(x.lock().retired.len(), 1, "only a.img's first file is still in use");
+    assert_eq!(
+        x.lock().retired.len(),
+        1,
+        "only a.img's first file is still in use"
+    );
     // Removed: refused, and the retired export is closed once nothing uses it.
     std::fs::remove_file(d.path().join("a.img")).unwrap();
     assert!(x.get("a.img").is_err());

@@ -123,11 +123,10 @@ impl Session {
     /// The protocol version and cipher suite, for logs ("TLSv1.3 TLS_AES_128_GCM_SHA256").
     pub(crate) fn describe(&self) -> String {
         match self {
-            Session::X509(tls) => format!(
-                "{:?} {:?}",
-                tls.protocol_version(),
-                tls.negotiated_cipher_suite().map(|c| c.suite())
-            ),
+            Session::X509(tls) => match (tls.protocol_version(), tls.negotiated_cipher_suite()) {
+                (Some(v), Some(c)) => format!("{v:?} {:?}", c.suite()),
+                _ => "handshaking".to_string(),
+            },
             Session::Psk(tls) => tls.describe(),
         }
     }
