@@ -402,17 +402,20 @@ impl Conn {
     /// for a completion; the device sees the client's queue depth.
     fn wait_io(&mut self) -> Result<()> {
         let read = self.closing.is_none() && (self.can_admit() || self.rx.in_payload());
-        if !read {
+        // Replies the socket could not take yet (it was full).
+        let unsent = !self.tx.is_empty() || self.stream.wants_write();
+        if !read && !unsent {
             self.queue.submit_and_wait(1)?;
-        } else if self.stream.buffered() || self.rx.holds_request() {
+        } else if read && (self.stream.buffered() || self.rx.holds_request()) {
             // Requests wait in TLS or the read buffer already: take them first.
             self.queue.submit()?;
-        } else if self.queue.watch(self.stream.as_fd(), PollFlags::IN)? {
+        } else if !unsent && self.queue.watch(self.stream.as_fd(), PollFlags::IN)? {
             // One wait for both: a completion, or the socket readable (a poll op in the ring).
             self.queue.submit_and_wait_any()?;
             let _ = self.queue.watch_fired();
         } else {
-            // The engine cannot watch the socket: look at it between short waits on the disk.
+            // Replies wait for room in the socket, or the engine cannot watch it: look at the
+            // socket again after a short wait on the disk.
             self.queue.submit_and_wait_timeout(SOCKET_LOOK)?;
         }
         self.complete()
