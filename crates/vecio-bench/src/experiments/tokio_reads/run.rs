@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
 use super::{TokioOptions, READ};
+use crate::harness::pagecache;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::target::Target;
 
@@ -44,36 +45,6 @@ pub struct TokioReport {
 pub(super) struct Files {
     pub(super) medium: ScratchFile,
     pub(super) large: ScratchFile,
-}
-
-/// Drops the large file from the page cache (`posix_fadvise(2)` DONTNEED).
-fn evict(f: &ScratchFile) -> Result<()> {
-    let file = std::fs::File::open(f.path())?;
-    // SAFETY: plain system call on an fd we own.
-    unsafe {
-        libc::posix_fadvise(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            0,
-            0,
-            libc::POSIX_FADV_DONTNEED,
-        )
-    };
-    Ok(())
-}
-
-/// Reads a whole file once so it is cached.
-fn warm(f: &ScratchFile) -> Result<()> {
-    let file = std::fs::File::open(f.path())?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut off = 0;
-    while off < f.len() {
-        let n = file.read_at(&mut buf, off)?;
-        if n == 0 {
-            break;
-        }
-        off += n as u64;
-    }
-    Ok(())
 }
 
 /// Which file and offset request `i` of task `t` reads in `scenario`.
@@ -197,7 +168,7 @@ fn measure(
     opts: &TokioOptions,
 ) -> Result<(f64, Vec<u64>, Files)> {
     if scenario != "cached" {
-        evict(&files.large)?;
+        pagecache::evict(files.large.path())?;
     }
     let until = Instant::now() + opts.runtime;
     let start = Instant::now();
@@ -261,7 +232,7 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
         for path in PATHS {
             let mut runs = Vec::new();
             for _ in 0..opts.repeat.max(1) {
-                warm(&files.medium)?;
+                pagecache::warm(files.medium.path())?;
                 let (bw, lat, f) = measure(&rt, scenario, path, files, opts)?;
                 files = f;
                 runs.push((bw, lat));
