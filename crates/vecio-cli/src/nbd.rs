@@ -220,10 +220,41 @@ pub fn run(a: NbdArgs) -> Result<()> {
         anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U or -p");
     }
     let mut server = server(&a)?;
+    let lines = listen(&mut server, &a, passed)?;
+    if a.fork {
+        fork_server(&lines, a.pid_file.as_deref())?; // returns in the child only
+    }
+    let stop = server.shutdown_handle();
+    crate::signals::on_stop(move |sig| {
+        tracing::info!(signal = sig, "stopping");
+        stop.trigger();
+    })?;
+    exit_with_parent_and_pid_file(&a)?;
+    {
+        let mut out = std::io::stdout().lock();
+        for l in &lines {
+            writeln!(out, "{l}")?;
+        }
+        out.flush()?;
+    }
+    let result = server.run();
+    if let Some(p) = &a.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(result?)
+}
+
+/// Listens where the options say (the passed sockets, `-U`, `-p` on every address of `-b`);
+/// returns the URI of each listener, as printed.
+fn listen(
+    server: &mut Server,
+    a: &NbdArgs,
+    passed: Vec<std::os::fd::OwnedFd>,
+) -> Result<Vec<String>> {
     let socket = match (&a.socket, a.port) {
         _ if !passed.is_empty() => None,
         (Some(s), _) => Some(s.clone()),
-        (None, None) => Some(default_socket(&a)),
+        (None, None) => Some(default_socket(a)),
         (None, Some(_)) => None,
     };
     let name = uri_path(&a.export_name);
@@ -259,14 +290,11 @@ pub fn run(a: NbdArgs) -> Result<()> {
             lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
         }
     }
-    if a.fork {
-        fork_server(&lines, a.pid_file.as_deref())?; // returns in the child only
-    }
-    let stop = server.shutdown_handle();
-    crate::signals::on_stop(move |sig| {
-        tracing::info!(signal = sig, "stopping");
-        stop.trigger();
-    })?;
+    Ok(lines)
+}
+
+/// `--exit-with-parent` (`PR_SET_PDEATHSIG`) and `--pid-file`, once the server listens.
+fn exit_with_parent_and_pid_file(a: &NbdArgs) -> Result<()> {
     if a.exit_with_parent {
         let parent = rustix::process::getppid();
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))
@@ -280,18 +308,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
     }
-    {
-        let mut out = std::io::stdout().lock();
-        for l in &lines {
-            writeln!(out, "{l}")?;
-        }
-        out.flush()?;
-    }
-    let result = server.run();
-    if let Some(p) = &a.pid_file {
-        let _ = std::fs::remove_file(p);
-    }
-    Ok(result?)
+    Ok(())
 }
 
 /// `--fork`: the parent writes the pid file with the child's pid, prints the URIs and exits 0
