@@ -105,6 +105,7 @@ fn bench_tokio(a: crate::cli::TokioArgs) -> Result<()> {
         runtime: a.runtime,
         repeat: a.repeat,
         tasks: a.tasks,
+        current_thread: a.current_thread,
     };
     let report = tokio_reads::run(&opts)?;
     print!("{}", tokio_reads::render(&report));

@@ -219,6 +219,10 @@ pub struct TokioArgs {
     /// Tasks in flight.
     #[arg(long, default_value_t = 32, value_parser = parse_count)]
     pub tasks: usize,
+    /// Run the tokio::fs and vecio-tokio paths on a current-thread runtime instead of the
+    /// multi-threaded one (tokio-uring always runs its own single thread).
+    #[arg(long)]
+    pub current_thread: bool,
     /// Write every figure to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -27,6 +27,9 @@ pub struct TokioOptions {
     pub repeat: u32,
     /// Tasks in flight.
     pub tasks: usize,
+    /// tokio::fs and vecio-tokio on a current-thread runtime (default: multi-threaded, as an
+    /// ordinary service runs).
+    pub current_thread: bool,
 }
 
 impl Default for TokioOptions {
@@ -38,6 +41,7 @@ impl Default for TokioOptions {
             runtime: Duration::from_secs(3),
             repeat: 3,
             tasks: 32,
+            current_thread: false,
         }
     }
 }

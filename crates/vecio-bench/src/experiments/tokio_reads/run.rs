@@ -219,9 +219,13 @@ fn pct(lat: &[u64], p: f64) -> f64 {
 
 /// Runs every cell `repeat` times.
 pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = if opts.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    }
+    .enable_all()
+    .build()?;
     let dir = opts.dir.as_deref();
     let mut files = Files {
         medium: ScratchFile::prepare(dir, None, opts.medium)?,
