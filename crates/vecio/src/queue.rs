@@ -11,10 +11,12 @@ mod cmd;
 mod inflight;
 mod park;
 mod poll;
+mod push_error;
 mod unaligned;
 mod watch;
 
 use inflight::{InFlight, Plan, SpareIovecs, Stage};
+pub use push_error::PushError;
 
 /// A buffer a [`Queue`] request owns while in flight.
 pub enum OwnedBuf {
@@ -143,48 +145,6 @@ pub struct Queue {
     ops_pushed: u64,
     /// The readiness watch on a descriptor, if one is armed.
     watch: watch::WatchOps,
-}
-
-/// The error of a refused push, with the request's buffers handed back, so the caller can
-/// retry or reuse them. Converts into [`Error`] (dropping the buffers) for `?`.
-pub struct PushError {
-    /// What was wrong.
-    pub error: Error,
-    /// The request's buffers.
-    pub bufs: Vec<OwnedBuf>,
-}
-
-impl std::fmt::Debug for PushError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PushError")
-            .field("error", &self.error)
-            .field("bufs", &self.bufs.len())
-            .finish()
-    }
-}
-
-impl std::fmt::Display for PushError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-impl std::error::Error for PushError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-impl From<PushError> for Error {
-    fn from(e: PushError) -> Error {
-        e.error
-    }
-}
-
-impl From<PushError> for std::io::Error {
-    fn from(e: PushError) -> std::io::Error {
-        e.error.into()
-    }
 }
 
 const _: () = {
