@@ -411,8 +411,8 @@ impl Conn {
             self.queue.submit()?;
         } else if !unsent && self.queue.watch(self.stream.as_fd(), PollFlags::IN)? {
             // One wait for both: a completion, or the socket readable (a poll op in the ring).
+            // A fired watch is armed again by the next wait (`watch` re-arms unless armed).
             self.queue.submit_and_wait_any()?;
-            let _ = self.queue.watch_fired();
         } else {
             // Replies wait for room in the socket, or the engine cannot watch it: look at the
             // socket again after a short wait on the disk.

@@ -85,10 +85,10 @@ impl Queue {
     }
 
     /// The ready bits of a watch that fired since it was armed (which disarms it); `None`
-    /// while it has not (or none is armed). A failed poll counts as ready (`POLLERR`): the
-    /// descriptor's own call says why.
+    /// while it has not (or none is armed). What the last wait or [`reap`](Self::reap) saw:
+    /// this makes no system call. A failed poll counts as ready (`POLLERR`): the descriptor's
+    /// own call says why.
     pub fn watch_fired(&mut self) -> Option<PollFlags> {
-        self.collect();
         match self.watch.state {
             Watch::Fired(r) => {
                 self.watch.state = Watch::Off;

@@ -111,11 +111,7 @@ pub struct Sample {
 impl Sample {
     /// The job's headline figure: IOPS for 4 KiB jobs, MB/s for 128 KiB ones.
     pub fn figure(&self, job: Job) -> f64 {
-        if job.in_iops() {
-            self.iops
-        } else {
-            self.mb_s
-        }
+        job.headline(self.iops, self.mb_s)
     }
 }
 

@@ -189,6 +189,16 @@ impl Job {
         self.bs() == 4096
     }
 
+    /// The job's headline figure out of a measurement's two: `iops` for 4 KiB jobs, `mb_s`
+    /// for 128 KiB ones.
+    pub fn headline(self, iops: f64, mb_s: f64) -> f64 {
+        if self.in_iops() {
+            iops
+        } else {
+            mb_s
+        }
+    }
+
     /// The seed's column for this job.
     pub fn seed_column(self) -> &'static str {
         match self {
