@@ -2,18 +2,32 @@
 //! batch on the worker's engine (its own io_uring by default). Cached reads of buffered files
 //! are tried inline first with `RWF_NOWAIT` under the fast-read policy; only what would block
 //! goes to the engine. Write payloads arrive page-aligned (see `crate::worker`), so a direct
-//! backing file takes them without a copy.
+//! backing file takes them without a copy. Buffers inside the thread's registered region
+//! (see `crate::buffers`) go to the engine as registered buffers.
 
-use vecio::{Attempt, Batch, Engine, IoIter, RwFlags};
+use vecio::{Attempt, Batch, Engine, IoIter, Region, RwFlags};
 
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::AsFd;
 
 use crate::abi::{ReadIn, WriteFlags, WriteIn, WriteOut};
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
 
-/// Serves a `READ` whose `fuse_read_in` is `arg` into `buf`.
-pub fn read(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> OpResult<usize> {
+/// The part of `region` that holds all of `buf`, if any.
+fn holding<'r>(region: Option<&'r Region>, buf: &[u8]) -> Option<&'r Region> {
+    region.filter(|r| r.contains(buf.as_ptr() as usize, buf.len()))
+}
+
+/// Serves a `READ` whose `fuse_read_in` is `arg` into `buf` (registered when it lies in
+/// `region`).
+pub fn read(
+    fs: &Fs,
+    engine: &mut dyn Engine,
+    region: Option<&Region>,
+    arg: ReadIn,
+    buf: &mut [u8],
+) -> OpResult<usize> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     let size = (arg.size as usize).min(buf.len());
@@ -29,13 +43,18 @@ pub fn read(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> Op
             Attempt::WouldBlock | Attempt::Skipped => {}
         }
     }
+    let tail = &mut buf[done..];
+    let fixed = holding(region, tail);
+    let mut seg;
+    let iter = match fixed {
+        Some(r) => {
+            seg = [IoSliceMut::new(tail)];
+            IoIter::pages_into(r, &mut seg).map_err(|_| Errno::IO)?
+        }
+        None => IoIter::read_into(tail),
+    };
     let mut batch = Batch::new();
-    batch.push(
-        file,
-        arg.offset + done as u64,
-        IoIter::read_into(&mut buf[done..]),
-        RwFlags::empty(),
-    );
+    batch.push(file, arg.offset + done as u64, iter, RwFlags::empty());
     let n = batch.run(engine).pop().ok_or(Errno::IO)??;
     Ok(done + n)
 }
@@ -43,7 +62,14 @@ pub fn read(fs: &Fs, engine: &mut dyn Engine, arg: ReadIn, buf: &mut [u8]) -> Op
 /// Serves a `WRITE` of `payload` described by `arg`. Under `FUSE_HANDLE_KILLPRIV_V2` the
 /// kernel marks a write by a caller without `CAP_FSETID` with `FUSE_WRITE_KILL_SUIDGID`; the
 /// server, which writes as root and would keep the bits, clears them as the kernel does.
-pub fn write(fs: &Fs, engine: &mut dyn Engine, arg: WriteIn, payload: &[u8]) -> OpResult<WriteOut> {
+/// The payload is a registered buffer when it lies in `region`.
+pub fn write(
+    fs: &Fs,
+    engine: &mut dyn Engine,
+    region: Option<&Region>,
+    arg: WriteIn,
+    payload: &[u8],
+) -> OpResult<WriteOut> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     if WriteFlags::from_bits_retain(arg.write_flags).contains(WriteFlags::KILL_SUIDGID) {
@@ -52,13 +78,13 @@ pub fn write(fs: &Fs, engine: &mut dyn Engine, arg: WriteIn, payload: &[u8]) -> 
     if payload.is_empty() {
         return Ok(WriteOut::default());
     }
+    let seg = [IoSlice::new(payload)];
+    let iter = match holding(region, payload) {
+        Some(r) => IoIter::pages_from(r, &seg).map_err(|_| Errno::IO)?,
+        None => IoIter::write_from(payload),
+    };
     let mut batch = Batch::new();
-    batch.push(
-        file,
-        arg.offset,
-        IoIter::write_from(payload),
-        RwFlags::empty(),
-    );
+    batch.push(file, arg.offset, iter, RwFlags::empty());
     let n = batch
         .run(engine)
         .pop()

@@ -26,6 +26,7 @@
 
 pub mod abi;
 mod attr;
+mod buffers;
 mod creds;
 mod dev;
 mod error;

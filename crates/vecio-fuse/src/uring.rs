@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use vecio::{AlignedBuf, Engine};
+use vecio::{AlignedBuf, Engine, Region};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::abi::{
@@ -55,6 +55,8 @@ pub struct RingQueue {
     entries: Vec<Entry>,
     fs: Arc<Fs>,
     engine: Box<dyn Engine>,
+    /// The region the entries' payload buffers lie in, when `engine` registered it.
+    region: Option<Region>,
     stats: Arc<WorkerStats>,
     scratch: Vec<u8>,
 }
@@ -65,7 +67,7 @@ impl RingQueue {
         qid: u16,
         dev: Arc<OwnedFd>,
         fs: Arc<Fs>,
-        engine: Box<dyn Engine>,
+        mut engine: Box<dyn Engine>,
         payload: usize,
         stats: Arc<WorkerStats>,
     ) -> Result<RingQueue> {
@@ -75,10 +77,12 @@ impl RingQueue {
                 what: "io_uring_setup (SQE128)",
                 source: e,
             })?;
-        let entries = (0..ENTRIES_PER_QUEUE)
-            .map(|_| {
+        let (payloads, region) =
+            crate::buffers::registered(engine.as_mut(), &[payload; ENTRIES_PER_QUEUE]);
+        let entries = payloads
+            .into_iter()
+            .map(|mut payload| {
                 let mut header = Box::new(UringReqHeader::new_zeroed());
-                let mut payload = AlignedBuf::page_aligned(payload);
                 let iov = Box::new([
                     libc::iovec {
                         iov_base: header.as_mut_bytes().as_mut_ptr().cast(),
@@ -103,6 +107,7 @@ impl RingQueue {
             entries,
             fs,
             engine,
+            region,
             stats,
             scratch: Vec::new(),
         })
@@ -201,6 +206,7 @@ impl RingQueue {
             entries,
             fs,
             engine,
+            region,
             stats,
             scratch,
             ..
@@ -215,6 +221,7 @@ impl RingQueue {
         let mut ctx = Ctx {
             fs,
             engine: engine.as_mut(),
+            region: region.as_ref(),
             stats,
             later: None,
         };

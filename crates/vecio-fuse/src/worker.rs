@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use vecio::{AlignedBuf, Engine, PAGE_SIZE};
+use vecio::{AlignedBuf, Engine, Region, PAGE_SIZE};
 
 use crate::abi::{self, WRITE_HEADERS};
 use crate::dev::{Channel, Received};
@@ -36,6 +36,8 @@ pub struct WorkerStats {
     pub aligned_payloads: AtomicU64,
     /// Requests that came through FUSE over io_uring (the rest came through `/dev/fuse`).
     pub ring_requests: AtomicU64,
+    /// Engine reads and writes that ran on a registered buffer (see `crate::buffers`).
+    pub fixed_buffer_ops: AtomicU64,
 }
 
 impl WorkerStats {
@@ -64,6 +66,8 @@ pub struct Worker {
     engine: Box<dyn Engine>,
     request: AlignedBuf,
     reply: AlignedBuf,
+    /// The region `request` and `reply` lie in, when `engine` registered it.
+    region: Option<Region>,
     stats: Arc<WorkerStats>,
 }
 
@@ -89,7 +93,7 @@ impl Worker {
     pub fn new(
         chan: Channel,
         fs: Arc<Fs>,
-        engine: Box<dyn Engine>,
+        mut engine: Box<dyn Engine>,
         max_write: usize,
         stats: Arc<WorkerStats>,
     ) -> Worker {
@@ -97,13 +101,22 @@ impl Worker {
         // than FUSE_MIN_READ_BUFFER.
         let room = (WRITE_HEADERS + max_write).max(abi::MIN_READ_BUFFER) + PAGE_SIZE;
         let chan = Arc::new(chan);
+        let sizes = [START + room, max_write.max(PAGE_SIZE)];
+        let (mut bufs, region) = crate::buffers::registered(engine.as_mut(), &sizes);
+        let reply = bufs
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::page_aligned(sizes[1]));
+        let request = bufs
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::page_aligned(sizes[0]));
         Worker {
             later: chan.clone(),
             chan,
             fs,
             engine,
-            request: AlignedBuf::page_aligned(START + room),
-            reply: AlignedBuf::page_aligned(max_write.max(PAGE_SIZE)),
+            request,
+            reply,
+            region,
             stats,
         }
     }
@@ -128,6 +141,7 @@ impl Worker {
             engine,
             request,
             reply,
+            region,
             stats,
         } = self;
         let bytes = &request[START..START + n];
@@ -146,6 +160,7 @@ impl Worker {
         let mut ctx = Ctx {
             fs,
             engine: engine.as_mut(),
+            region: region.as_ref(),
             stats,
             later: Some(later),
         };

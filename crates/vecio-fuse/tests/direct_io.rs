@@ -299,6 +299,10 @@ fn default_max_pages_packs_32_segments_into_one_request() {
     assert!(st.largest_io.load(Relaxed) >= 128 << 10, "{st:?}");
     assert!(st.writes.load(Relaxed) >= 1);
     assert_eq!(st.aligned_payloads.load(Relaxed), st.writes.load(Relaxed));
+    // The worker's request and reply buffers are registered with its engine: every write
+    // payload goes to the file as a registered buffer.
+    let fixed = st.fixed_buffer_ops.load(Relaxed);
+    assert!(fixed >= st.writes.load(Relaxed) && fixed > 0, "{st:?}");
 }
 
 #[test]

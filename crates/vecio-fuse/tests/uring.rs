@@ -109,6 +109,14 @@ fn requests_go_through_the_rings_and_data_is_exact() {
         summary.stats.writes.load(Relaxed),
         "a ring write payload was not page-aligned"
     );
+    // The ring's payload buffers are registered with the queue's engine: writes always, and
+    // reads that reach the engine, run as WRITE_FIXED / READ_FIXED.
+    let fixed = summary.stats.fixed_buffer_ops.load(Relaxed);
+    assert!(
+        fixed >= summary.stats.writes.load(Relaxed) && fixed > 0,
+        "{:?}",
+        summary.stats
+    );
 }
 
 #[test]

@@ -1,7 +1,16 @@
 //! [`BufPool`]: request buffers for a server, in power-of-two size classes, aligned for direct
-//! I/O, reused between requests and counted.
+//! I/O, reused between requests and counted, and optionally carved from one registrable
+//! [`Region`].
 
-use crate::AlignedBuf;
+mod arena;
+mod buddy;
+
+use std::sync::Arc;
+
+use arena::Arena;
+pub(crate) use arena::Carved;
+
+use crate::{AlignedBuf, Region};
 
 /// Smallest size class (one page).
 const MIN_CLASS: usize = 4096;
@@ -18,6 +27,13 @@ const MIN_CLASS: usize = 4096;
 /// Buffers are [`AlignedBuf`]s, so they go into a [`Queue`](crate::Queue) as
 /// [`OwnedBuf::Aligned`](crate::OwnedBuf::Aligned) and come back with the completion.
 ///
+/// With [`with_region`](BufPoolOptions::with_region), buffers come first from one fixed
+/// [`Region`], split into size classes as a buddy allocator splits pages. An io_uring engine
+/// that registered the region ([`Engine::register_region`](crate::Engine::register_region))
+/// runs requests over those buffers as `READ_FIXED`/`WRITE_FIXED`, with no per-call page
+/// pinning. A request larger than the region, or one arriving when the region is taken, gets
+/// a heap buffer as without a region.
+///
 /// ```
 /// let mut pool = vecio::BufPool::new(vecio::BufPoolOptions::aligned(512));
 /// let buf = pool.get(5000);
@@ -29,6 +45,7 @@ const MIN_CLASS: usize = 4096;
 /// ```
 pub struct BufPool {
     options: BufPoolOptions,
+    arena: Option<Arc<Arena>>,
     /// Free buffers by size class (index: log2(capacity / MIN_CLASS)).
     free: Vec<Vec<AlignedBuf>>,
     free_count: usize,
@@ -45,6 +62,9 @@ pub struct BufPoolOptions {
     pub keep: usize,
     /// Bytes of free buffers kept for reuse, at most.
     pub keep_bytes: usize,
+    /// Bytes of the registrable region buffers are carved from first (rounded down to a
+    /// power-of-two number of pages); 0 for none.
+    pub region: usize,
 }
 
 impl BufPoolOptions {
@@ -54,6 +74,15 @@ impl BufPoolOptions {
             align,
             keep: 32,
             keep_bytes: 64 << 20,
+            region: 0,
+        }
+    }
+
+    /// The same options with a registrable region of `bytes`.
+    pub fn with_region(self, bytes: usize) -> Self {
+        BufPoolOptions {
+            region: bytes,
+            ..self
         }
     }
 }
@@ -70,11 +99,19 @@ impl BufPool {
     pub fn new(options: BufPoolOptions) -> Self {
         BufPool {
             options,
+            // Region blocks are page-aligned: a larger alignment takes heap buffers only.
+            arena: (options.region > 0 && options.align <= crate::PAGE_SIZE)
+                .then(|| Arena::new(options.region)),
             free: Vec::new(),
             free_count: 0,
             free_bytes: 0,
             held: 0,
         }
+    }
+
+    /// The registrable region buffers are carved from, when the options asked for one.
+    pub fn region(&self) -> Option<&Region> {
+        self.arena.as_deref().map(Arena::region)
     }
 
     /// Bytes handed out by [`get`](Self::get) and not yet [`put`](Self::put) back.
@@ -91,6 +128,10 @@ impl BufPool {
     /// unspecified: a reused buffer holds an earlier request's bytes).
     pub fn get(&mut self, len: usize) -> AlignedBuf {
         let cap = class_size(len);
+        if let Some(buf) = self.arena.as_ref().and_then(|a| a.carve(cap, len)) {
+            self.held += cap;
+            return buf;
+        }
         let reused = self.free.get_mut(class_index(cap)).and_then(Vec::pop);
         let mut buf = match reused {
             Some(b) => {
@@ -112,6 +153,9 @@ impl BufPool {
     pub fn put(&mut self, buf: AlignedBuf) {
         let cap = buf.capacity();
         self.held = self.held.saturating_sub(cap);
+        if buf.region_id().is_some() {
+            return; // dropping it gives the block back to its region
+        }
         let fits = cap == class_size(cap) && buf.align() >= self.options.align;
         if !fits
             || self.free_count >= self.options.keep
@@ -168,6 +212,7 @@ mod tests {
             align: 512,
             keep: 2,
             keep_bytes: 1 << 20,
+            region: 0,
         });
         let bufs: Vec<_> = (0..4).map(|_| b.get(4096)).collect();
         bufs.into_iter().for_each(|x| b.put(x));
@@ -181,5 +226,36 @@ mod tests {
         assert_eq!(c.free_bytes(), 0);
         c.put(AlignedBuf::new(8192, 1024));
         assert_eq!(c.free_bytes(), 8192);
+    }
+
+    #[test]
+    fn a_region_serves_first_and_the_heap_takes_the_overflow() {
+        let mut b = BufPool::new(BufPoolOptions::aligned(512).with_region(64 << 10));
+        let region = b.region().unwrap().clone();
+        assert_eq!(region.len(), 64 << 10);
+        let big = b.get(32 << 10);
+        let small = b.get(5000);
+        assert_eq!(big.region_id(), Some(region.id()));
+        assert_eq!(small.region_id(), Some(region.id()));
+        assert_eq!(small.capacity(), 8192);
+        assert!(region.contains(big.as_ptr() as usize, big.capacity()));
+        assert!(region.contains(small.as_ptr() as usize, small.capacity()));
+        // 24 KiB of the region is left: a 32 KiB request goes to the heap.
+        let heap = b.get(32 << 10);
+        assert_eq!(heap.region_id(), None);
+        assert_eq!(b.held(), (64 << 10) + 8192);
+        b.put(big);
+        b.put(heap);
+        assert_eq!(
+            b.free_bytes(),
+            32 << 10,
+            "the heap buffer is kept, the region block is not"
+        );
+        // The block came back to the region: the next 32 KiB request is carved again.
+        assert_eq!(b.get(32 << 10).region_id(), Some(region.id()));
+        // A buffer dropped without `put` goes back to the region too.
+        drop(small);
+        assert_eq!(b.get(16 << 10).region_id(), Some(region.id()));
+        assert_eq!(b.get(1 << 20).region_id(), None, "larger than the region");
     }
 }

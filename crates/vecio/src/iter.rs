@@ -136,31 +136,35 @@ impl<'a> IoIter<'a> {
         Self::from_repr(Repr::Iovec(slice_to_iovecs(bufs)), Dir::Source)
     }
 
-    /// Slices of buffers from `pool` to read into. Fails with [`Invalid::Direction`] if a slice
-    /// lies outside the pool.
+    /// Slices of a registrable region (a [`PagePool`](crate::PagePool), a
+    /// [`BufPool`](crate::BufPool)'s [`Region`](crate::Region)) to read into. Fails with
+    /// [`Invalid::Direction`] if a slice lies outside the region.
     pub fn pages_into(
-        pool: &'a crate::PagePool,
+        pool: &impl AsRef<crate::Region>,
         bufs: &'a mut [IoSliceMut<'_>],
     ) -> Result<Self, Invalid> {
         let segs = slice_to_iovecs(bufs);
-        Self::pages(pool, segs, Dir::Dest)
+        Self::pages(pool.as_ref(), segs, Dir::Dest)
     }
 
-    /// Slices of buffers from `pool` to write from. Fails with [`Invalid::Direction`] if a
-    /// slice lies outside the pool.
-    pub fn pages_from(pool: &'a crate::PagePool, bufs: &'a [IoSlice<'_>]) -> Result<Self, Invalid> {
-        Self::pages(pool, slice_to_iovecs(bufs), Dir::Source)
+    /// Slices of a registrable region to write from. Fails with [`Invalid::Direction`] if a
+    /// slice lies outside the region.
+    pub fn pages_from(
+        pool: &impl AsRef<crate::Region>,
+        bufs: &'a [IoSlice<'_>],
+    ) -> Result<Self, Invalid> {
+        Self::pages(pool.as_ref(), slice_to_iovecs(bufs), Dir::Source)
     }
 
-    fn pages(pool: &crate::PagePool, segs: &'a [iovec], dir: Dir) -> Result<Self, Invalid> {
+    fn pages(region: &crate::Region, segs: &'a [iovec], dir: Dir) -> Result<Self, Invalid> {
         if segs
             .iter()
-            .all(|s| pool.contains(s.iov_base as usize, s.iov_len))
+            .all(|s| region.contains(s.iov_base as usize, s.iov_len))
         {
             Ok(Self::from_repr(
                 Repr::Pages {
                     segs,
-                    pool: pool.id(),
+                    pool: region.id(),
                 },
                 dir,
             ))

@@ -49,14 +49,16 @@ mod file;
 mod file_io;
 mod flags;
 mod iter;
+mod pagepool;
 mod queue;
 mod rangelock;
+mod region;
 mod request;
 mod space;
 mod threadpool;
 
 pub use batch::Batch;
-pub use buf::{AlignedBuf, PagePool, PoolBuf, PAGE_SIZE};
+pub use buf::{AlignedBuf, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
@@ -66,7 +68,9 @@ pub use fastread::{
 pub use file::{AlignSource, DioAlign, Direct, File, FileKind, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter, IterKind};
+pub use pagepool::{PagePool, PoolBuf};
 pub use queue::{Completion, OwnedBuf, PushError, Queue};
+pub use region::Region;
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
 pub use threadpool::{Job, ThreadPool, WhenFull};

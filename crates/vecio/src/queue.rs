@@ -20,10 +20,11 @@ pub use push_error::PushError;
 
 /// A buffer a [`Queue`] request owns while in flight.
 pub enum OwnedBuf {
-    /// An aligned heap buffer.
+    /// An aligned buffer: from the heap, or from a [`BufPool`](crate::BufPool)'s region
+    /// (registered buffers on io_uring when every buffer of the request comes from the same
+    /// registered region).
     Aligned(AlignedBuf),
-    /// A chunk of a page pool (registered buffers on io_uring when every buffer of the request
-    /// comes from the same registered pool).
+    /// A chunk of a page pool (registered buffers as above).
     Pool(PoolBuf),
     /// A plain vector.
     Vec(Vec<u8>),
@@ -51,7 +52,8 @@ impl OwnedBuf {
     fn pool_id(&self) -> Option<u64> {
         match self {
             OwnedBuf::Pool(b) => Some(b.pool_id()),
-            _ => None,
+            OwnedBuf::Aligned(b) => b.region_id(),
+            OwnedBuf::Vec(_) => None,
         }
     }
 

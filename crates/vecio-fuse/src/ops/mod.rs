@@ -74,10 +74,24 @@ pub struct Ctx<'a> {
     pub fs: &'a Arc<Fs>,
     /// The transport thread's own engine (`READ` and `WRITE` go through it).
     pub engine: &'a mut dyn Engine,
+    /// The region registered with `engine` that the transport's buffers lie in, if any:
+    /// `READ` and `WRITE` over it run on registered buffers.
+    pub region: Option<&'a vecio::Region>,
     /// Counters.
     pub stats: &'a WorkerStats,
     /// Where a reply that comes later is sent; `None` where the transport cannot.
     pub later: Option<&'a Arc<dyn LateReply>>,
+}
+
+impl Ctx<'_> {
+    /// Adds the engine's registered-buffer ops since it counted `before` to the stats.
+    fn note_fixed_since(&self, before: u64) {
+        let now = self.engine.counters().fixed_buffer_ops;
+        self.stats.fixed_buffer_ops.fetch_add(
+            now.saturating_sub(before),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// One request as a transport received it.
@@ -139,8 +153,10 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
     use Opcode::*;
     match op {
         Read => {
-            let n = crate::io::read(fs, ctx.engine, body.arg()?, out)?;
+            let fixed = ctx.engine.counters().fixed_buffer_ops;
+            let n = crate::io::read(fs, ctx.engine, ctx.region, body.arg()?, out)?;
             ctx.stats.note_read(n);
+            ctx.note_fixed_since(fixed);
             Ok(Answer::Buffer(n))
         }
         Write => {
@@ -150,8 +166,10 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
                 None => body.bytes(arg.size as usize)?,
             };
             let aligned = data.as_ptr() as usize % vecio::PAGE_SIZE == 0;
-            let w = crate::io::write(fs, ctx.engine, arg, data)?;
+            let fixed = ctx.engine.counters().fixed_buffer_ops;
+            let w = crate::io::write(fs, ctx.engine, ctx.region, arg, data)?;
             ctx.stats.note_write(w.size as usize, aligned);
+            ctx.note_fixed_since(fixed);
             Ok(Answer::Written(w))
         }
         Lookup => entry::lookup(fs, node, body),

@@ -26,7 +26,7 @@ pub use serial::SerialEngine;
 pub use sync::SyncEngine;
 pub use uring::{UringEngine, UringOptions};
 
-use crate::{Dir, PagePool, RwFlags};
+use crate::{Dir, PagePool, Region, RwFlags};
 
 /// Most segments one system call takes (`IOV_MAX`, the kernel's `UIO_MAXIOV`).
 pub const IOV_MAX: usize = 1024;
@@ -100,6 +100,9 @@ pub struct Counters {
     pub syscalls: u64,
     /// Calls to [`Engine::submit_and_wait`].
     pub submits: u64,
+    /// Reads and writes started on a registered buffer (io_uring's `READ_FIXED`,
+    /// `WRITE_FIXED` and their vectored forms; see [`Engine::register_region`]).
+    pub fixed_buffer_ops: u64,
 }
 
 /// The kinds of engine, for choosing one by name.
@@ -200,10 +203,18 @@ pub trait Engine: Send {
     /// What the engine has done so far.
     fn counters(&self) -> Counters;
 
-    /// Offers a page pool for registration as fixed buffers. Engines that gain nothing from
-    /// it ignore it.
-    fn register_pool(&mut self, _pool: &PagePool) -> io::Result<()> {
+    /// Offers a region of memory for registration as a fixed buffer
+    /// (`io_uring_register(2)`, `IORING_REGISTER_BUFFERS_UPDATE`): ops whose buffers all lie
+    /// in it then skip pinning their pages. Engines that gain nothing from it ignore it.
+    /// Registering a region twice is not an error.
+    fn register_region(&mut self, _region: &Region) -> io::Result<()> {
         Ok(())
+    }
+
+    /// Offers a page pool's region for registration (see
+    /// [`register_region`](Self::register_region)).
+    fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
+        self.register_region(pool.region())
     }
 
     /// Asks the engine to signal `eventfd` (see `eventfd(2)`) whenever a completion becomes
@@ -278,8 +289,8 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
         (**self).counters()
     }
 
-    fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
-        (**self).register_pool(pool)
+    fn register_region(&mut self, region: &Region) -> io::Result<()> {
+        (**self).register_region(region)
     }
 
     fn notify_on(&mut self, eventfd: std::sync::Arc<std::os::fd::OwnedFd>) -> io::Result<bool> {

@@ -193,8 +193,12 @@ impl PoolEngine {
 
     /// Hands the rest of `op` after `done` bytes to a worker.
     fn offload(&mut self, op: Op, done: usize) -> io::Result<()> {
-        // SAFETY: the pusher keeps the iovec array valid until the completion is reaped.
-        let segs = unsafe { std::slice::from_raw_parts(op.iov, op.nr_segs as usize) };
+        let segs: &[libc::iovec] = if op.iov.is_null() {
+            &[] // a command (fsync, fallocate) has no buffers
+        } else {
+            // SAFETY: the pusher keeps the iovec array valid until the completion is reaped.
+            unsafe { std::slice::from_raw_parts(op.iov, op.nr_segs as usize) }
+        };
         let mut rest: Vec<libc::iovec> = Vec::new();
         if done > 0 {
             let mut skip = done;

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use crate::buf::PoolRegion;
 use crate::engine::{Counters, Cqe, Engine, Op};
-use crate::{Dir, PagePool};
+use crate::{Dir, Region};
 
 /// Settings of a [`UringEngine`].
 #[derive(Clone, Copy, Debug)]
@@ -46,8 +45,8 @@ pub struct UringEngine {
     /// (file id, fd) registered in each fixed-file slot.
     files: Vec<Option<(u64, RawFd)>>,
     next_victim: usize,
-    /// Page pools registered as fixed buffers, by buffer index.
-    pools: Vec<Arc<PoolRegion>>,
+    /// Regions registered as fixed buffers, by buffer index.
+    pools: Vec<Region>,
     queued: usize,
     in_flight: usize,
     counters: Counters,
@@ -162,6 +161,7 @@ impl UringEngine {
 
     fn entry(&mut self, op: &Op) -> squeue::Entry {
         let buf = self.buffer_index(op.pool);
+        self.counters.fixed_buffer_ops += buf.is_some() as u64;
         let slot = self.slot_for(op.file_id, op.fd);
         // RWF_HIPRI asks for polled completion, which only an IOPOLL ring can give (others
         // refuse it with EINVAL); on this ring the request completes by interrupt, as
@@ -366,22 +366,22 @@ impl Engine for UringEngine {
         self.counters
     }
 
-    fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
-        if self.pools.iter().any(|p| p.id() == pool.id()) {
+    fn register_region(&mut self, region: &Region) -> io::Result<()> {
+        if self.pools.iter().any(|p| p.id() == region.id()) {
             return Ok(());
         }
         if self.pools.len() >= self.opts.fixed_buffers as usize {
             return Err(io::Error::from_raw_os_error(libc::ENOSPC));
         }
         let index = self.pools.len() as u32;
-        let iov = pool.region().iovec();
-        // SAFETY: the region stays allocated while registered: the engine keeps an Arc to it.
+        let iov = region.iovec();
+        // SAFETY: the region stays allocated while registered: the engine keeps a clone of it.
         unsafe {
             self.ring
                 .submitter()
                 .register_buffers_update(index, &[iov], None)?
         };
-        self.pools.push(pool.region().clone());
+        self.pools.push(region.clone());
         Ok(())
     }
 
