@@ -220,6 +220,10 @@ impl File {
         if dir == Dir::Dest && !self.file.is_direct() {
             match self.try_inline(&mut bufs, offset) {
                 Ok(Some(n)) => {
+                    // Served without waiting: count it against the task's cooperative budget,
+                    // so a task whose reads all hit the cache still yields now and then and
+                    // the runtime's other tasks, and its I/O driver, get their turn.
+                    tokio::task::coop::consume_budget().await;
                     return Outcome {
                         result: Ok(n),
                         stopped_by: None,
