@@ -228,7 +228,7 @@ impl File {
                         result: Ok(n),
                         stopped_by: None,
                         bufs,
-                    }
+                    };
                 }
                 Ok(None) => {}
                 Err(e) => {
