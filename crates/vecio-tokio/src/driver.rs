@@ -126,6 +126,22 @@ impl Driver {
         Self::new(EngineKind::Uring.build()?)
     }
 
+    /// The process's shared driver over a default io_uring engine, made on first use and kept
+    /// for the life of the process (as tokio keeps its blocking pool): what
+    /// [`File::open`](crate::File::open) uses, so opening many files does not make a ring and a
+    /// thread for each. A service that wants its own engine, or to spread the load, makes its
+    /// own drivers.
+    pub fn shared() -> io::Result<Self> {
+        static SHARED: Mutex<Option<Driver>> = Mutex::new(None);
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = shared.as_ref() {
+            return Ok(d.clone());
+        }
+        let d = Self::uring()?;
+        *shared = Some(d.clone());
+        Ok(d)
+    }
+
     /// The fast-read policy of this driver's files.
     pub fn policy(&self) -> &FastReadPolicy {
         &self.inner.policy
@@ -165,6 +181,15 @@ impl Driver {
         }
     }
 }
+
+/// Two handles are equal when they are clones of one driver (one queue, one thread).
+impl PartialEq for Driver {
+    fn eq(&self, other: &Driver) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for Driver {}
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -101,9 +101,10 @@ impl Driver {
 }
 
 impl File {
-    /// Opens `path` with `options` on a driver of its own (a default io_uring engine).
+    /// Opens `path` with `options`, served by the process's shared driver
+    /// ([`Driver::shared`]: one io_uring engine and its thread for every file opened this way).
     pub async fn open(path: impl AsRef<Path>, options: vecio::OpenOptions) -> io::Result<File> {
-        Driver::uring()?.open(path, options).await
+        Driver::shared()?.open(path, options).await
     }
 
     /// A file already open in vecio, served by `driver`.

@@ -7,8 +7,9 @@
 //! - a buffered read is tried inline first with `RWF_NOWAIT` (vecio's per-file fast-read
 //!   policy): served by the page cache, it costs one system call on the calling task;
 //! - what would block, every write and every direct request goes to a [`Driver`]: one vecio
-//!   queue (io_uring by default) whose completions are awaited through an eventfd the engine
-//!   signals, watched by the runtime's own reactor;
+//!   queue (io_uring by default) and one thread of its own that alone enters it, submitting
+//!   what the tasks push and handing each completion to the task's future
+//!   ([`File::open`] uses one driver shared by the process);
 //! - direct I/O works at any offset, length and buffer alignment (bounce reads and
 //!   read-modify-writes run as asynchronous stages inside the queue);
 //! - buffers are owned by the call and handed back with its result, so a future dropped

@@ -210,3 +210,22 @@ fn cached_reads_are_served_inline_not_by_the_engine() {
         assert!(stats.hits >= 100, "{stats:?}");
     });
 }
+
+/// `File::open` serves every file through the one shared driver, not a ring and a thread each.
+#[test]
+fn files_opened_alone_share_one_driver() {
+    let dir = tempdir();
+    runtime().block_on(async {
+        let opts = || vecio::File::options().read(true).write(true).create(true);
+        let a = File::open(dir.path().join("a"), opts()).await.unwrap();
+        let b = File::open(dir.path().join("b"), opts()).await.unwrap();
+        assert!(a.driver() == b.driver());
+        assert!(a.driver() == &Driver::shared().unwrap());
+        assert!(
+            a.driver() != &Driver::uring().unwrap(),
+            "a new driver is another one"
+        );
+        let (n, _) = b.write_at(vec![1u8; 100], 0).await;
+        assert_eq!(n.unwrap(), 100);
+    });
+}
