@@ -22,7 +22,7 @@ pub(crate) fn registered(
     let bufs = sizes.iter().map(|&s| pool.get(s)).collect();
     let region = pool.region().cloned();
     let region = region.filter(|r| match engine.register_region(r) {
-        Ok(()) => engine.name() == vecio::EngineKind::Uring.name(),
+        Ok(registered) => registered,
         Err(e) => {
             tracing::debug!("buffers not registered: {e}");
             false

@@ -39,6 +39,9 @@ use crate::sparse::{self, Layout};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use vecio::{BufPool, BufPoolOptions};
 
+mod reply;
+use reply::{is_disconnect, vecio_errno};
+
 /// Longest wait on the disk before looking at the socket again, while more requests fit, on
 /// engines that cannot watch the socket in their ring.
 const SOCKET_LOOK: std::time::Duration = std::time::Duration::from_micros(50);
@@ -534,27 +537,27 @@ impl Conn {
     }
 }
 
-mod reply;
-use reply::{is_disconnect, vecio_errno};
-
 /// Bytes of a connection's registered buffer region: room for 32 requests of 256 KiB (what
 /// nbdcopy keeps in flight is 64 of 256 KiB; what does not fit takes heap buffers).
 const REGISTERED_BYTES: usize = 8 << 20;
 
-/// A connection's request buffers. On an engine with a ring they are carved first from one
-/// region registered with it, so reads and writes run as `READ_FIXED`/`WRITE_FIXED` and skip
-/// pinning their pages; when registration is refused (`RLIMIT_MEMLOCK` for a user without
-/// `CAP_IPC_LOCK`), the buffers still work, as ordinary ones.
+/// A connection's request buffers. On an engine that registers memory (io_uring) they are
+/// carved first from one region registered with it, so reads and writes run as
+/// `READ_FIXED`/`WRITE_FIXED` and skip pinning their pages; when registration is refused
+/// (`RLIMIT_MEMLOCK` for a user without `CAP_IPC_LOCK`), the buffers still work, as ordinary
+/// ones. Other engines get a pool without a region.
 fn request_buffers(id: u64, export: &Export, queue: &mut Queue) -> BufPool {
     let options = BufPoolOptions::aligned(export.buf_align());
-    if queue.engine_mut().name() != vecio::EngineKind::Uring.name() {
-        return BufPool::new(options);
-    }
     let pool = BufPool::new(options.with_region(REGISTERED_BYTES));
-    if let Some(region) = pool.region() {
-        if let Err(e) = queue.engine_mut().register_region(region) {
+    let Some(region) = pool.region() else {
+        return pool;
+    };
+    match queue.engine_mut().register_region(region) {
+        Ok(true) => pool,
+        Ok(false) => BufPool::new(options),
+        Err(e) => {
             tracing::debug!(conn = id, "buffers not registered: {e}");
+            pool
         }
     }
-    pool
 }

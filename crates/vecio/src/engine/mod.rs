@@ -205,15 +205,16 @@ pub trait Engine: Send {
 
     /// Offers a region of memory for registration as a fixed buffer
     /// (`io_uring_register(2)`, `IORING_REGISTER_BUFFERS_UPDATE`): ops whose buffers all lie
-    /// in it then skip pinning their pages. Engines that gain nothing from it ignore it.
-    /// Registering a region twice is not an error.
-    fn register_region(&mut self, _region: &Region) -> io::Result<()> {
-        Ok(())
+    /// in it then skip pinning their pages. Returns whether the engine registered it:
+    /// `false` from engines that gain nothing from it and ignore it. Registering a region
+    /// twice is not an error.
+    fn register_region(&mut self, _region: &Region) -> io::Result<bool> {
+        Ok(false)
     }
 
     /// Offers a page pool's region for registration (see
     /// [`register_region`](Self::register_region)).
-    fn register_pool(&mut self, pool: &PagePool) -> io::Result<()> {
+    fn register_pool(&mut self, pool: &PagePool) -> io::Result<bool> {
         self.register_region(pool.region())
     }
 
@@ -289,7 +290,7 @@ impl<E: Engine + ?Sized> Engine for Box<E> {
         (**self).counters()
     }
 
-    fn register_region(&mut self, region: &Region) -> io::Result<()> {
+    fn register_region(&mut self, region: &Region) -> io::Result<bool> {
         (**self).register_region(region)
     }
 

@@ -366,9 +366,9 @@ impl Engine for UringEngine {
         self.counters
     }
 
-    fn register_region(&mut self, region: &Region) -> io::Result<()> {
+    fn register_region(&mut self, region: &Region) -> io::Result<bool> {
         if self.pools.iter().any(|p| p.id() == region.id()) {
-            return Ok(());
+            return Ok(true);
         }
         if self.pools.len() >= self.opts.fixed_buffers as usize {
             return Err(io::Error::from_raw_os_error(libc::ENOSPC));
@@ -382,7 +382,7 @@ impl Engine for UringEngine {
                 .register_buffers_update(index, &[iov], None)?
         };
         self.pools.push(region.clone());
-        Ok(())
+        Ok(true)
     }
 
     fn notify_on(&mut self, eventfd: Arc<std::os::fd::OwnedFd>) -> io::Result<bool> {
