@@ -14,7 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{have, random_bytes, run, scratch, start_dir, Opts, Running};
+use common::{have, python_with_libnbd, random_bytes, run, scratch, start_dir, Opts, Running};
 use vecio_nbd::proto::{self, opt, rep, OptionHeader};
 use vecio_nbd::{Cache, ExportOptions};
 
@@ -132,21 +132,6 @@ fn two_exports_read_their_own_bytes_and_take_writes_from_four_connections() {
     assert_eq!(copy_out(&srv, "a.img"), random_bytes(MIB, 1));
     let on_disk = std::fs::read(srv.image.join("b.img")).unwrap();
     assert_eq!(on_disk, random_bytes(2 * MIB, 9));
-}
-
-/// The Python that has libnbd's module (nbdsh's own interpreter), or `None` with the reason.
-fn python_with_libnbd() -> Option<&'static str> {
-    for py in ["/usr/bin/python3", "python3"] {
-        let ok = Command::new(py)
-            .args(["-c", "import nbd"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    eprintln!("SKIP: python3-libnbd is not installed (scripts/setup installs it)");
-    None
 }
 
 /// Each refused name through `NBD_OPT_INFO`, `NBD_OPT_GO` and (handshake flags 0: libnbd

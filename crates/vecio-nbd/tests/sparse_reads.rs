@@ -8,24 +8,9 @@ mod common;
 use std::io::{Seek, SeekFrom, Write};
 use std::process::Command;
 
-use common::{random_bytes, scratch, start_on, Opts};
+use common::{python_with_libnbd, random_bytes, scratch, start_on, Opts};
 
 const KIB: u64 = 1024;
-
-/// The Python that has libnbd's module (nbdsh's own interpreter), or `None` with the reason.
-fn python_with_libnbd() -> Option<&'static str> {
-    for py in ["/usr/bin/python3", "python3"] {
-        let ok = Command::new(py)
-            .args(["-c", "import nbd"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    eprintln!("SKIP: python3-libnbd is not installed (scripts/setup installs it)");
-    None
-}
 
 const SCRIPT: &str = r#"
 import errno, sys, nbd

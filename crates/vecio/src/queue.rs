@@ -432,10 +432,7 @@ impl Queue {
         }
         self.engine
             .submit_and_wait_timeout(1, timeout)
-            .map_err(|source| Error::Engine {
-                engine: self.engine.name(),
-                source,
-            })?;
+            .map_err(|e| self.engine_error(e))?;
         self.collect();
         self.flush()
     }
@@ -455,13 +452,18 @@ impl Queue {
         }
     }
 
+    /// An engine's failure, named after the engine.
+    fn engine_error(&self, source: std::io::Error) -> Error {
+        Error::Engine {
+            engine: self.engine.name(),
+            source,
+        }
+    }
+
     fn engine_wait(&mut self, want: usize) -> Result<()> {
         self.engine
             .submit_and_wait(want)
-            .map_err(|source| Error::Engine {
-                engine: self.engine.name(),
-                source,
-            })
+            .map_err(|e| self.engine_error(e))
     }
 
     /// Moves every finished request into `out`.

@@ -397,3 +397,18 @@ impl Raw {
         assert_eq!(self.s.read(&mut b).unwrap_or(0), 0);
     }
 }
+
+/// The Python that has libnbd's module (nbdsh's own interpreter), or `None` with the reason.
+pub fn python_with_libnbd() -> Option<&'static str> {
+    for py in ["/usr/bin/python3", "python3"] {
+        let ok = Command::new(py)
+            .args(["-c", "import nbd"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    eprintln!("SKIP: python3-libnbd is not installed (scripts/setup installs it)");
+    None
+}

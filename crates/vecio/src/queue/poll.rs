@@ -5,7 +5,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use super::Queue;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 impl Queue {
     /// Asks the engine to signal `eventfd` whenever a completion becomes ready (see
@@ -20,9 +20,6 @@ impl Queue {
     pub fn notify_on(&mut self, eventfd: Arc<OwnedFd>) -> Result<bool> {
         self.engine
             .notify_on(eventfd)
-            .map_err(|source| Error::Engine {
-                engine: self.engine.name(),
-                source,
-            })
+            .map_err(|e| self.engine_error(e))
     }
 }

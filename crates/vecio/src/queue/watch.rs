@@ -8,7 +8,7 @@ use rustix::event::PollFlags;
 
 use super::Queue;
 use crate::engine::Cqe;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The engine tag of the watch's poll op.
 pub(super) const WATCH_TAG: u64 = u64::MAX;
@@ -68,10 +68,7 @@ impl Queue {
         let armed = self
             .engine
             .watch(fd, u32::from(events.bits()), WATCH_TAG)
-            .map_err(|source| Error::Engine {
-                engine: self.engine.name(),
-                source,
-            })?;
+            .map_err(|e| self.engine_error(e))?;
         if armed {
             self.watch.state = Watch::Armed;
             self.watch.in_engine += 1;
@@ -113,10 +110,7 @@ impl Queue {
         self.watch.in_engine += 1;
         self.engine
             .unwatch(WATCH_TAG, UNWATCH_TAG)
-            .map_err(|source| Error::Engine {
-                engine: self.engine.name(),
-                source,
-            })
+            .map_err(|e| self.engine_error(e))
     }
 
     /// Submits everything pushed and waits until a request finishes or the watch fires,

@@ -48,7 +48,7 @@ pub(super) struct Files {
 }
 
 /// Which file and offset request `i` of task `t` reads in `scenario`.
-pub(super) fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
+fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
     let blocks = |len: u64| (len / READ as u64).max(1);
     let r = match scenario {
         "cached" => 0,
@@ -71,32 +71,55 @@ pub(super) fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files)
 /// Latencies (ns) and bytes of one task.
 pub(super) type TaskOut = (Vec<u64>, u64);
 
+/// One task's reads: each picked as `scenario` says (`large` file or not, and the offset),
+/// timed around `read(large, offset, buf)`, which hands the buffer back (`None` ends the task).
+pub(super) async fn read_loop<B, R, F>(
+    scenario: &'static str,
+    files: &Files,
+    seed: u64,
+    until: Instant,
+    mut buf: B,
+    mut read: R,
+) -> TaskOut
+where
+    R: FnMut(bool, u64, B) -> F,
+    F: std::future::Future<Output = Option<(std::io::Result<usize>, B)>>,
+{
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut seq = seed * (64 << 20);
+    let (mut lat, mut bytes) = (Vec::new(), 0u64);
+    while Instant::now() < until {
+        let (large, off) = pick(scenario, &mut rng, &mut seq, files);
+        let t = Instant::now();
+        let Some((n, b)) = read(large, off, buf).await else {
+            break;
+        };
+        buf = b;
+        lat.push(t.elapsed().as_nanos() as u64);
+        bytes += n.unwrap_or(0) as u64;
+    }
+    (lat, bytes)
+}
+
 async fn task_tokio_fs(
     scenario: &'static str,
     files: Arc<(Files, std::fs::File, std::fs::File)>,
     seed: u64,
     until: Instant,
 ) -> TaskOut {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut seq = seed * (64 << 20);
-    let (mut lat, mut bytes) = (Vec::new(), 0u64);
-    let mut buf = AlignedBuf::page_aligned(READ);
-    while Instant::now() < until {
-        let (large, off) = pick(scenario, &mut rng, &mut seq, &files.0);
-        let t = Instant::now();
+    let buf = AlignedBuf::page_aligned(READ);
+    let read = |large: bool, off: u64, mut buf: AlignedBuf| {
         let f = files.clone();
-        let r = tokio::task::spawn_blocking(move || {
-            let file = if large { &f.2 } else { &f.1 };
-            let n = file.read_at(&mut buf, off);
-            (n, buf)
-        })
-        .await;
-        let Ok((n, b)) = r else { break };
-        buf = b;
-        lat.push(t.elapsed().as_nanos() as u64);
-        bytes += n.unwrap_or(0) as u64;
-    }
-    (lat, bytes)
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let file = if large { &f.2 } else { &f.1 };
+                (file.read_at(&mut buf, off), buf)
+            })
+            .await
+            .ok()
+        }
+    };
+    read_loop(scenario, &files.0, seed, until, buf, read).await
 }
 
 async fn task_vecio(
@@ -105,20 +128,20 @@ async fn task_vecio(
     seed: u64,
     until: Instant,
 ) -> TaskOut {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut seq = seed * (64 << 20);
-    let (mut lat, mut bytes) = (Vec::new(), 0u64);
-    let mut buf = AlignedBuf::page_aligned(READ);
-    while Instant::now() < until {
-        let (large, off) = pick(scenario, &mut rng, &mut seq, &files.0);
-        let t = Instant::now();
-        let file = if large { &files.2 } else { &files.1 };
-        let (n, b) = file.read_at(buf, off).await;
-        buf = b;
-        lat.push(t.elapsed().as_nanos() as u64);
-        bytes += n.unwrap_or(0) as u64;
-    }
-    (lat, bytes)
+    let shared = &*files;
+    let read = |large: bool, off: u64, buf: AlignedBuf| async move {
+        let file = if large { &shared.2 } else { &shared.1 };
+        Some(file.read_at(buf, off).await)
+    };
+    read_loop(
+        scenario,
+        &files.0,
+        seed,
+        until,
+        AlignedBuf::page_aligned(READ),
+        read,
+    )
+    .await
 }
 
 /// Opens the large file: O_DIRECT for `direct` and the mix's large reads (as the seed).

@@ -6,12 +6,10 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
 use tokio_uring::buf::{IoBuf, IoBufMut};
 use vecio::AlignedBuf;
 
-use super::run::{pick, Files, TaskOut};
+use super::run::{read_loop, Files, TaskOut};
 use super::{TokioOptions, READ};
 
 /// A page-aligned buffer tokio-uring can own (O_DIRECT needs the alignment a `Vec` lacks).
@@ -46,20 +44,13 @@ unsafe impl IoBufMut for Aligned {
 type Shared = Rc<(Files, tokio_uring::fs::File, tokio_uring::fs::File)>;
 
 async fn task(scenario: &'static str, files: Shared, seed: u64, until: Instant) -> TaskOut {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut seq = seed * (64 << 20);
-    let (mut lat, mut bytes) = (Vec::new(), 0u64);
-    let mut buf = Aligned(AlignedBuf::page_aligned(READ));
-    while Instant::now() < until {
-        let (large, off) = pick(scenario, &mut rng, &mut seq, &files.0);
-        let t = Instant::now();
-        let file = if large { &files.2 } else { &files.1 };
-        let (n, b) = file.read_at(buf, off).await;
-        buf = b;
-        lat.push(t.elapsed().as_nanos() as u64);
-        bytes += n.unwrap_or(0) as u64;
-    }
-    (lat, bytes)
+    let shared = &*files;
+    let read = |large: bool, off: u64, buf: Aligned| async move {
+        let file = if large { &shared.2 } else { &shared.1 };
+        Some(file.read_at(buf, off).await)
+    };
+    let buf = Aligned(AlignedBuf::page_aligned(READ));
+    read_loop(scenario, &files.0, seed, until, buf, read).await
 }
 
 async fn open(path: &std::path::Path, direct: bool) -> Result<tokio_uring::fs::File> {
