@@ -245,6 +245,9 @@ fn open_direct(path: &Path, oflags: OFlags, mode: Mode) -> rustix::io::Result<Ow
 
 static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
 
+/// `File`s alive in this process.
+static OPEN_FILES: AtomicU64 = AtomicU64::new(0);
+
 /// An open file or block device, ready for vecio requests.
 ///
 /// ```
@@ -406,6 +409,7 @@ impl File {
             (0, 0)
         };
         let raw = fd.as_raw_fd();
+        OPEN_FILES.fetch_add(1, Ordering::Relaxed);
         Ok(File {
             fd,
             path: shared,
@@ -443,6 +447,12 @@ impl File {
     /// A process-unique id, used by engines to map files to fixed-file slots.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// How many `File`s are open in this process now: what a server prints as its open files,
+    /// and what a test compares with its baseline.
+    pub fn open_count() -> u64 {
+        OPEN_FILES.load(Ordering::Relaxed)
     }
 
     /// Regular file or block device.
@@ -528,6 +538,16 @@ impl File {
     /// Path for error messages.
     pub fn display_path(&self) -> PathBuf {
         self.path.to_path_buf()
+    }
+}
+
+/// Dropping the last owner of a `File` closes it everywhere: every io_uring ring that holds it
+/// in a fixed-file slot lets go at once (even with other requests in flight), so an unlinked
+/// file's blocks come back as they would after `close(2)`.
+impl Drop for File {
+    fn drop(&mut self) {
+        crate::engine::release_file(self.id);
+        OPEN_FILES.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -12,10 +12,12 @@
 //! Engines see [`Op`]s, already split to at most [`IOV_MAX`] segments and already aligned for
 //! direct I/O; [`Batch`](crate::Batch) does that work above them.
 
+mod fixed_files;
 mod pool;
 mod serial;
 mod sync;
 pub(crate) mod syscall;
+pub(crate) use fixed_files::release_file;
 mod uring;
 
 use std::io;
@@ -103,6 +105,9 @@ pub struct Counters {
     /// Reads and writes started on a registered buffer (io_uring's `READ_FIXED`,
     /// `WRITE_FIXED` and their vectored forms; see [`Engine::register_region`]).
     pub fixed_buffer_ops: u64,
+    /// Files held in the engine's fixed-file slots now (io_uring). A file leaves its slots
+    /// when its [`File`](crate::File) is dropped.
+    pub registered_files: u64,
 }
 
 /// The kinds of engine, for choosing one by name.

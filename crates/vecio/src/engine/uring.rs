@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use crate::engine::fixed_files::SlotTable;
 use crate::engine::{Counters, Cqe, Engine, Op};
 use crate::{Dir, Region};
 
@@ -42,8 +43,12 @@ impl Default for UringOptions {
 pub struct UringEngine {
     ring: IoUring,
     opts: UringOptions,
-    /// (file id, fd) registered in each fixed-file slot.
+    /// (file id, fd) this thread registered in each fixed-file slot: the lock-free lookup of
+    /// the hot path. A slot released by another thread (its file dropped) may still show here;
+    /// no op of a dropped file can come again, and a miss consults `slots`.
     files: Vec<Option<(u64, RawFd)>>,
+    /// The ring's slots as every thread sees them; `File`'s drop clears its slots through it.
+    slots: Arc<SlotTable>,
     next_victim: usize,
     /// Regions registered as fixed buffers, by buffer index.
     pools: Vec<Region>,
@@ -93,6 +98,7 @@ impl UringEngine {
             opts.fixed_buffers = 0;
         }
         Ok(UringEngine {
+            slots: SlotTable::new(ring.as_raw_fd(), opts.fixed_files),
             ring,
             files: vec![None; opts.fixed_files as usize],
             opts,
@@ -117,8 +123,9 @@ impl UringEngine {
         {
             return Some(i as u32);
         }
-        let i = match self.files.iter().position(Option::is_none) {
-            Some(i) => i,
+        self.clear_deferred();
+        let i = match self.slots.free_slot() {
+            Some(i) => i as usize,
             None => {
                 // Only replace a slot no queued op uses: none is queued or in flight then.
                 if self.in_flight > 0 || self.queued > 0 {
@@ -134,21 +141,29 @@ impl UringEngine {
             .register_files_update(i as u32, &[fd])
             .ok()?;
         self.files[i] = Some((file_id, fd));
+        self.slots.assign(i as u32, file_id);
         Some(i as u32)
     }
 
-    /// Forgets the fixed-file slot of a file about to be closed, so the ring does not keep
-    /// the open file alive. Only when nothing is in flight.
-    pub fn forget_file(&mut self, file_id: u64) {
-        if self.in_flight > 0 || self.queued > 0 {
-            return;
-        }
-        for (i, s) in self.files.iter_mut().enumerate() {
-            if matches!(s, Some((id, _)) if *id == file_id) {
-                let _ = self.ring.submitter().register_files_update(i as u32, &[-1]);
-                *s = None;
+    /// Clears the slots other threads released but could not clear themselves (a
+    /// single-issuer ring takes registrations from its own thread only).
+    fn clear_deferred(&mut self) {
+        for slot in self.slots.take_deferred() {
+            // Only this thread registers files, so a slot still free here still holds the
+            // dropped file in the kernel; one this thread has reused since holds a live one.
+            if !self.slots.is_free(slot) {
+                continue;
             }
+            if let Err(e) = self.ring.submitter().register_files_update(slot, &[-1]) {
+                tracing::warn!(slot, "cannot clear a fixed-file slot: {e}");
+            }
+            self.files[slot as usize] = None;
         }
+    }
+
+    /// Fixed-file slots holding a file now.
+    pub fn registered_files(&self) -> usize {
+        self.slots.occupied()
     }
 
     fn buffer_index(&self, pool: Option<u64>) -> Option<u16> {
@@ -308,6 +323,7 @@ impl Engine for UringEngine {
     }
 
     fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        self.clear_deferred();
         self.counters.submits += 1;
         let ready = self.ring.completion().len();
         let want = want.min(self.in_flight).saturating_sub(ready);
@@ -322,6 +338,7 @@ impl Engine for UringEngine {
         want: usize,
         timeout: std::time::Duration,
     ) -> io::Result<()> {
+        self.clear_deferred();
         self.counters.submits += 1;
         let ready = self.ring.completion().len();
         let want = want.min(self.in_flight).saturating_sub(ready);
@@ -363,7 +380,10 @@ impl Engine for UringEngine {
     }
 
     fn counters(&self) -> Counters {
-        self.counters
+        Counters {
+            registered_files: self.slots.occupied() as u64,
+            ..self.counters
+        }
     }
 
     fn register_region(&mut self, region: &Region) -> io::Result<bool> {
@@ -403,6 +423,9 @@ impl Engine for UringEngine {
 
 impl Drop for UringEngine {
     fn drop(&mut self) {
+        // No thread clears a slot through this ring from here on; closing the ring releases
+        // every file it holds.
+        self.slots.retire();
         // The kernel may still write into buffers of ops in flight: wait for them all.
         let mut sink = Vec::new();
         while self.in_flight > 0 {
