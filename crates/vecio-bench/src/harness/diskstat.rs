@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::harness::system;
+use vecio_host::system;
 
 /// Reads the stat file of the device holding a path.
 #[derive(Debug, Clone)]

@@ -8,7 +8,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{meta, pagecache, system};
+use crate::harness::meta;
+use vecio_host::{pagecache, system};
 
 /// A tool the experiments use, and its version (`None`: not installed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use crate::experiments::nowait::NowaitReport;
 use crate::experiments::results::AllResults;
 use crate::experiments::writev::WritevReport;
 use crate::harness::stats::{median, Summary};
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 
 /// The relative spread given to callgrind's instruction counts: single-threaded variants repeat
 /// exactly, the thread-pool ones vary by about 1% between runs.

@@ -3,7 +3,7 @@
 
 use crate::experiments::results::AllResults;
 use crate::harness::meta::RunMeta;
-use crate::harness::table::fmt_bytes;
+use vecio_host::table::fmt_bytes;
 
 /// Queue settings worth a line in a report.
 const QUEUE_SHOWN: [&str; 8] = [

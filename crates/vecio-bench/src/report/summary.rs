@@ -4,7 +4,7 @@
 
 use crate::experiments::results::AllResults;
 use crate::experiments::{callcost, fuse, loopdev, nowait, writev};
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 
 /// A target and whether it was met.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ use vecio::{
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::stats::Summary;
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 
 /// Bytes per call.
 pub const CALL: usize = 4096;
@@ -313,7 +313,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); Variant::ALL.len()];
     for _ in 0..opts.repeat {
         for (i, &v) in Variant::ALL.iter().enumerate() {
-            crate::harness::pagecache::warm(&path)?;
+            vecio_host::pagecache::warm(&path)?;
             ns[i].push(time_variant(v, &path, opts.runtime).with_context(|| v.name())?);
         }
     }

@@ -2,7 +2,7 @@
 
 use super::{cell, ratio, Cell, FuseReport, SEED_READV, SEED_WRITEV, VECIO};
 use crate::experiments::fuse::workload::Op;
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 
 fn mb(c: Option<&Cell>) -> String {
     match c {

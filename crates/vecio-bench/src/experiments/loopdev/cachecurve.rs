@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::pagecache::CacheSnapshot;
+use vecio_host::pagecache::CacheSnapshot;
 
 /// One point of the curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -78,10 +78,10 @@ mod tests {
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
         let p = dir.path().join("curve");
         std::fs::write(&p, vec![9u8; 4 << 20])?;
-        crate::harness::pagecache::flush_and_evict(&p)?;
+        vecio_host::pagecache::flush_and_evict(&p)?;
         let s = CacheSampler::start(&p, Duration::from_millis(20));
         std::thread::sleep(Duration::from_millis(60));
-        crate::harness::pagecache::warm(&p)?;
+        vecio_host::pagecache::warm(&p)?;
         std::thread::sleep(Duration::from_millis(60));
         let curve = s.stop();
         assert!(curve.len() >= 3, "{curve:?}");

@@ -31,7 +31,7 @@ use crate::experiments::loopdev::cachecurve::{CachePoint, CacheSampler};
 use crate::harness::diskstat::DiskProbe;
 use crate::harness::fio::{FioEngine, FioJob, FioResult};
 use crate::harness::meta::RunMeta;
-use crate::harness::pagecache::{self, CacheSnapshot};
+use vecio_host::pagecache::{self, CacheSnapshot};
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;

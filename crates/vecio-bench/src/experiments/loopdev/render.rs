@@ -2,7 +2,7 @@
 //! matching figures beside it, and the targets.
 
 use super::{Cell, Job, LoopReport, Sample, Subject};
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 use crate::harness::target::Target;
 
 const MIB: f64 = (1u64 << 20) as f64;

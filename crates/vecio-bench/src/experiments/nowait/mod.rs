@@ -28,7 +28,7 @@ use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::Summary;
-use crate::harness::{pagecache, table::Table};
+use vecio_host::{pagecache, table::Table};
 
 /// Bytes per read.
 pub const READ: usize = 16 * 1024;
@@ -353,7 +353,7 @@ fn set_cache(files: &Files) -> Result<()> {
         off += 8 << 20;
     }
     pagecache::evict(&files.paths[1])?;
-    pagecache::evict(&files.paths[2])
+    Ok(pagecache::evict(&files.paths[2])?)
 }
 
 /// Runs the experiment.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
 use super::{TokioOptions, READ};
-use crate::harness::pagecache;
+use vecio_host::pagecache;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::target::Target;
 

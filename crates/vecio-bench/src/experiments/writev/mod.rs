@@ -21,7 +21,7 @@ use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::{median, paired_median, Summary};
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 use measure::measure;
 
 /// Segments per request.

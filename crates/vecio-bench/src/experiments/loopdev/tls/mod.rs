@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::{Job, Lab, LoopOptions, Subject, DEPTH};
 use crate::harness::certs::{self, Certificates};
 use crate::harness::libnbd::{self, ClientRun, Endpoint};
-use crate::harness::pagecache;
+use vecio_host::pagecache;
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;

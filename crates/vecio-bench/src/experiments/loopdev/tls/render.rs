@@ -2,7 +2,7 @@
 
 use super::{TlsCell, TlsReport, JOBS};
 use crate::experiments::loopdev::{Job, Subject};
-use crate::harness::table::Table;
+use vecio_host::table::Table;
 use crate::harness::target::Target;
 
 /// vecio nbd over TLS against qemu-nbd over TLS: at least this ratio on every TLS job.
