@@ -3,14 +3,13 @@
 #![warn(missing_docs)]
 
 mod bench;
-mod bench_fuse;
 mod cli;
 mod docs;
+mod errors;
 mod fuse;
 mod info;
 mod nbd;
 mod probe;
-mod report;
 mod signals;
 mod size;
 
@@ -31,13 +30,7 @@ fn main() {
         cli::Command::Completions(a) => docs::completions(a),
     };
     if let Err(e) = result {
-        if signals::stopping() {
-            // A signal is being handled: its thread cleans up and exits with its own status.
-            loop {
-                std::thread::park();
-            }
-        }
-        eprintln!("vecio: {}", one_line(&e));
+        eprintln!("vecio: {}", errors::one_line(&e));
         let usage = e.chain().any(|c| c.is::<cli::UsageError>());
         std::process::exit(if usage { 2 } else { 1 });
     }
@@ -55,41 +48,4 @@ fn init_logging(debug: bool) {
         .with_ansi(colour)
         .with_writer(std::io::stderr)
         .init();
-}
-
-/// An error and its causes on one line. A cause whose text its context already quotes (an OS
-/// error formatted into the message that wraps it) is said once.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if text.is_empty() || line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::one_line;
-
-    #[test]
-    fn an_os_error_is_said_once() {
-        let os = std::io::Error::from_raw_os_error(2);
-        let e = anyhow::Error::new(os).context(format!(
-            "cannot open x: {}",
-            std::io::Error::from_raw_os_error(2)
-        ));
-        assert_eq!(
-            one_line(&e),
-            "cannot open x: No such file or directory (os error 2)"
-        );
-        let e = anyhow::anyhow!("inner").context("outer");
-        assert_eq!(one_line(&e), "outer: inner");
-    }
 }

@@ -15,4 +15,3 @@ pub mod scratch;
 pub mod server;
 pub mod setup;
 pub mod stats;
-pub mod target;

@@ -1,24 +1,36 @@
-//! Seed 003, the expense of read_iter: its section and summary rows.
+//! Seed 003, the expense of read_iter: its entry, section, targets, summary rows and figures.
 
-use anyhow::Result;
-
-use crate::experiments::callcost::{self, CallcostReport, Variant, VariantFigures};
-use crate::experiments::results::AllResults;
+use super::{Callcost, CallcostReport, Variant, VariantFigures, INSTRUCTION_SPREAD};
+use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
+use crate::experiment::section::{at_most, div, Plot};
+use crate::experiment::seed::claim;
+use crate::experiment::table::{num, Cell, DataTable};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target};
+use crate::harness::setup::{lines, Setup};
 use crate::harness::stats::paired_median;
-use crate::report::fmt::{num, ratio_cell, summary_cell};
-use crate::report::plot::{self, BarGroup, BarValue, Bars};
-use crate::report::summary::{at_most, div, SummaryRow};
-use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
+
+pub(super) const SEED: Seed = Seed {
+        id: "003",
+        title: "the expense of read_iter (2021): a single buffer should not pay for an iterator",
+        file: "003_f92c9aae2b9a0629.txt",
+        date: "2021-01-07",
+        author: "Mikulas Patocka and others, linux-fsdevel: \"Expense of read_iter\"",
+        headline: "building an iterator for a single buffer costs the read path ~10% (12% of \
+                   cycles against 2.7% for the plain path)",
+        method: "The same cached 4 KiB page read over and over: raw pread and preadv2, then each \
+                 vecio path (read_at, readv_at, one-request batches per engine); time per call, \
+                 and user-space instructions per call from callgrind.",
+        claims: &[
+            claim("reading a file with the read method has 10% better performance than the read_iter method", "1.10x"),
+            claim("we get 12.01%. On the other hand, in the second trace, nvfs_read consumes just 2.71%", "12.0% vs 2.7% of cycles"),
+        ],
+    };
 
 /// The seed's cost of the iterator path over the plain one (read was 10% faster).
 const SEED_OVERHEAD: f64 = 1.10;
 
 /// The section.
-pub(crate) fn section(r: &AllResults) -> Result<Section> {
-    let seed = seeds::seed("callcost");
-    let Some(c) = &r.callcost else {
-        return Ok(Section::not_measured(seed, why_missing(r, "callcost")));
-    };
+pub(super) fn section(c: &CallcostReport, setup: Option<&Setup>, s: &mut Section) {
     let extra = vec![(
         "workload".to_string(),
         format!(
@@ -32,28 +44,25 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
                 ))
         ),
     )];
-    let mut s = Section::measured(seed, setup::lines(r, &c.meta, extra, &["valgrind"]));
+    s.setup = lines(setup, &c.meta, extra, &["valgrind"]);
     s.tables.push(table(c));
     let caption = "Dark dashes: the raw pread loop's figure times 1.10, the seed's cost of the \
                    iterator path; vecio's single-buffer paths should stay under them.";
-    s.plots.push(Plot {
-        id: "s003-ns".into(),
-        title: "Nanoseconds per call".into(),
-        caption: format!(
-            "Bars: median ns per call, whiskers: lowest and highest repetition. {caption}"
-        ),
-        svg: plot::bars(&bars(c, false))?,
-    });
+    s.plots.push(Plot::new(
+        "s003-ns",
+        "Nanoseconds per call",
+        format!("Bars: median ns per call, whiskers: lowest and highest repetition. {caption}"),
+        Chart::Bars(bars(c, false)),
+    ));
     if c.variants.iter().any(|v| v.instructions.is_some()) {
-        s.plots.push(Plot {
-            id: "s003-instructions".into(),
-            title: "User-space instructions per call (callgrind)".into(),
-            caption: caption.into(),
-            svg: plot::bars(&bars(c, true))?,
-        });
+        s.plots.push(Plot::new(
+            "s003-instructions",
+            "User-space instructions per call (callgrind)",
+            caption,
+            Chart::Bars(bars(c, true)),
+        ));
     }
-    s.targets = callcost::targets(c);
-    Ok(s)
+    s.targets = targets(c);
 }
 
 fn raw(c: &CallcostReport) -> Option<&VariantFigures> {
@@ -82,13 +91,13 @@ fn table(c: &CallcostReport) -> DataTable {
     for (i, v) in c.variants.iter().enumerate() {
         t.rows.push(vec![
             Cell::text(&v.name),
-            summary_cell(&v.ns, 0, format!("/callcost/variants/{i}/ns")),
-            ratio_cell(time_vs_raw(c, v)),
+            Cell::summary(&v.ns, 0, format!("/callcost/variants/{i}/ns")),
+            Cell::ratio(time_vs_raw(c, v)),
             match v.instructions {
                 Some(n) => Cell::json(n, 1, format!("/callcost/variants/{i}/instructions")),
                 None => Cell::text("-"),
             },
-            ratio_cell(instr_vs_raw(c, v)),
+            Cell::ratio(instr_vs_raw(c, v)),
         ]);
     }
     t
@@ -151,9 +160,9 @@ fn bars(c: &CallcostReport, instructions: bool) -> Bars {
 }
 
 /// The seed's results beside vecio's (the peer: raw preadv2, the kernel's own vectored call).
-pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(super) fn summary(c: Option<&CallcostReport>) -> Vec<SummaryRow> {
     let seed = "003";
-    let Some(c) = &r.callcost else {
+    let Some(c) = c else {
         return vec![SummaryRow::missing(
             seed,
             "read_at cost/raw pread",
@@ -183,6 +192,58 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
             ratio: None,
             target: at_most(mine, limit, "x"),
         });
+    }
+    out
+}
+
+/// The issue's targets: instructions where counted, else time.
+fn targets(r: &CallcostReport) -> Vec<Target> {
+    let mut out = Vec::new();
+    for (v, limit) in [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)] {
+        let Some(f) = r.variants.iter().find(|x| x.variant == v) else {
+            continue;
+        };
+        if let Some(x) = instr_vs_raw(r, f) {
+            out.push(Target {
+                text: format!(
+                    "{}: {x:.3}x the instructions of the raw pread loop (want <= {limit:.2}x)",
+                    v.name()
+                ),
+                met: x <= limit,
+            });
+        }
+        if let Some(x) = time_vs_raw(r, f) {
+            out.push(Target {
+                text: format!(
+                    "{}: {x:.3}x the time of the raw pread loop (want <= {limit:.2}x)",
+                    v.name()
+                ),
+                met: x <= limit,
+            });
+        }
+    }
+    out
+}
+
+/// callcost's figures: ns per call and, when counted, instructions per variant.
+pub(super) fn metrics(c: &CallcostReport) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for v in &c.variants {
+        out.push(Metric::of(
+            Callcost::KEY,
+            format!("{} ns", v.name),
+            &v.ns,
+            false,
+        ));
+        if let Some(i) = v.instructions {
+            out.push(Metric {
+                experiment: Callcost::KEY,
+                name: format!("{} instructions", v.name),
+                value: i,
+                spread: Some(INSTRUCTION_SPREAD),
+                higher_is_better: false,
+            });
+        }
     }
     out
 }

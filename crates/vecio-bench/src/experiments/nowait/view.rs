@@ -1,26 +1,41 @@
-//! Seed 002, preadv2 and RWF_NOWAIT fast reads: its section and summary rows.
+//! Seed 002, preadv2 and RWF_NOWAIT fast reads: its entry, section, targets, summary rows and
+//! figures.
 
-use anyhow::Result;
+use super::{Cell as NowaitCell, Config, Latency, Nowait, NowaitReport, Workload};
+use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart, Line, Lines, XTicks};
+use crate::experiment::section::{at_least, at_most, div, Plot, Verdict};
+use crate::experiment::seed::claim;
+use crate::experiment::table::{change_num, num, Cell, DataTable};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target};
+use crate::harness::setup::{lines, Setup};
 
-use crate::experiments::nowait::{
-    self, Cell as NowaitCell, Config, Latency, NowaitReport, Workload,
-};
-use crate::experiments::results::AllResults;
-use crate::experiments::tokio_reads::{self, TokioReport};
-use crate::report::fmt::{change_num, num, share_cell, summary_cell};
-use crate::report::plot::{self, BarGroup, BarValue, Bars, Line, Lines};
-use crate::report::summary::{at_least, at_most, div, SummaryRow, Verdict};
-use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
+/// Seed 002, as the event-loop experiment re-measures it (the tokio experiment starts from it).
+pub const SEED: Seed = Seed {
+        id: "002",
+        title: "preadv2/pwritev2 and RWF_NONBLOCK (2015): cached reads served inline, not queued",
+        file: "002_830b7ce2b4df9caf.txt",
+        date: "2015-05 (v7, on 4.1-rc3)",
+        author: "Milosz Tanski, linux-api: \"preadv2/pwritev2 and RWF_NONBLOCK\"",
+        headline: "cached reads tried without blocking before a thread pool: 70% of \
+                   mostly-cached random reads at ~2 µs; real workload 20-30% lower response time",
+        method: "16 KiB buffered reads kept 32 in flight by one event loop over three files (f1 \
+                 Zipf over a mostly cached file, f2 uniform over an uncached one, f3 sequential) \
+                 and their 73/18/9 mix: a thread pool alone (the seed's before), fast read always \
+                 tried, fast read tracked per file, and io_uring.",
+        claims: &[
+            claim("f1: ~73% rand read over mostly cached data (zipf med-size dataset)", "the workload"),
+            claim("after: f1: lat (usec) : 2=70.63%", "70.6% under 2 µs"),
+            claim("after: f3: lat (usec) : 2=64.04%", "64.0% under 2 µs"),
+            claim("total: READ: aggrb=174669KB/s -> aggrb=177339KB/s", "bandwidth 1.02x"),
+            claim("we were able to reduce average response time by 20 to 30%", "-20% to -30%"),
+        ],
+    };
 
 /// The seed's total bandwidth after / before fast reads (177339 / 174669 KB/s).
 const SEED_BANDWIDTH: f64 = 177_339.0 / 174_669.0;
 
 /// The section.
-pub(crate) fn section(r: &AllResults) -> Result<Section> {
-    let seed = seeds::seed("nowait");
-    let Some(n) = &r.nowait else {
-        return Ok(Section::not_measured(seed, why_missing(r, "nowait")));
-    };
+pub(super) fn section(n: &NowaitReport, setup: Option<&Setup>, s: &mut Section) {
     let extra = vec![(
         "workload".to_string(),
         format!(
@@ -34,58 +49,26 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
             n.repeat
         ),
     )];
-    let mut s = Section::measured(seed, setup::lines(r, &n.meta, extra, &[]));
+    s.setup = lines(setup, &n.meta, extra, &[]);
     s.tables.push(raw(n));
     s.tables.push(cells(n));
-    s.plots.push(Plot {
-        id: "s002-throughput".into(),
-        title: "MB/s per workload and configuration".into(),
-        caption: "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: pool \
-                  only times the seed's bandwidth ratio (1.02x: fast reads left bandwidth as it \
-                  was)."
-            .into(),
-        svg: plot::bars(&bars(n))?,
-    });
+    s.plots.push(Plot::new(
+        "s002-throughput",
+        "MB/s per workload and configuration",
+        "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: pool only \
+         times the seed's bandwidth ratio (1.02x: fast reads left bandwidth as it was).",
+        Chart::Bars(bars(n)),
+    ));
     for (wi, w) in n.workloads.iter().enumerate() {
-        s.plots.push(Plot {
-            id: format!("s002-latency-{wi}"),
-            title: format!("Latency percentiles: {}", w.name),
-            caption: "Latency of every request from issue to completion, by percentile (log \
-                      scale); the rightmost point is the slowest request."
-                .into(),
-            svg: plot::lines(&curves(w.name.as_str(), &w.cells))?,
-        });
+        s.plots.push(Plot::new(
+            format!("s002-latency-{wi}"),
+            format!("Latency percentiles: {}", w.name),
+            "Latency of every request from issue to completion, by percentile (log scale); the \
+             rightmost point is the slowest request.",
+            Chart::Lines(curves(w.name.as_str(), &w.cells)),
+        ));
     }
-    s.targets = nowait::targets(n);
-    if let Some(t) = &r.tokio {
-        s.tables.push(tokio_table(t));
-        s.targets.extend(tokio_reads::targets(t));
-    }
-    Ok(s)
-}
-
-/// The same reads from tokio tasks: tokio::fs (spawn_blocking) against vecio-tokio.
-fn tokio_table(r: &TokioReport) -> DataTable {
-    let mut t = DataTable::new(
-        "From an async service: 16 KiB reads by 32 tokio tasks, tokio::fs (every read through \
-         spawn_blocking) against vecio-tokio (cached reads inline with RWF_NOWAIT, the rest \
-         through io_uring); MiB/s median of the repetitions, latency in µs of the median run",
-        &["file", "path", "MiB/s", "mean", "p50", "p99", "p99.9"],
-    );
-    for (i, c) in r.cells.iter().enumerate() {
-        let at = |field: &str| format!("/tokio/cells/{i}/{field}");
-        let med = c.mib_s.get(c.mib_s.len() / 2).copied().unwrap_or(0.0);
-        t.rows.push(vec![
-            Cell::text(c.scenario.clone()),
-            Cell::text(c.path.clone()),
-            Cell::derived(med, format!("{med:.0}")),
-            Cell::json(c.mean_us, 1, at("mean_us")),
-            Cell::json(c.p50_us, 1, at("p50_us")),
-            Cell::json(c.p99_us, 1, at("p99_us")),
-            Cell::json(c.p999_us, 1, at("p999_us")),
-        ]);
-    }
-    t
+    s.targets = targets(n);
 }
 
 fn raw(n: &NowaitReport) -> DataTable {
@@ -98,7 +81,7 @@ fn raw(n: &NowaitReport) -> DataTable {
         Cell::text("preadv2, 16 KiB"),
         Cell::json(l.p50_us, 1, "/nowait/raw_preadv2/p50_us".into()),
         Cell::json(l.p99_us, 1, "/nowait/raw_preadv2/p99_us".into()),
-        share_cell(l.under_2us, "/nowait/raw_preadv2/under_2us".into()),
+        Cell::share(l.under_2us, "/nowait/raw_preadv2/under_2us".into()),
     ]);
     t
 }
@@ -128,12 +111,12 @@ fn cells(n: &NowaitReport) -> DataTable {
             t.rows.push(vec![
                 Cell::text(&w.name),
                 Cell::text(c.config.name()),
-                summary_cell(&c.mb_s, 1, format!("{base}/mb_s")),
+                Cell::summary(&c.mb_s, 1, format!("{base}/mb_s")),
                 lat("mean_us", l.mean_us),
                 lat("p50_us", l.p50_us),
                 lat("p99_us", l.p99_us),
                 lat("p999_us", l.p999_us),
-                share_cell(l.under_2us, format!("{base}/latency/under_2us")),
+                Cell::share(l.under_2us, format!("{base}/latency/under_2us")),
                 Cell::json(
                     c.fast_read.attempts as f64,
                     0,
@@ -195,14 +178,7 @@ fn nines(q: f64) -> f64 {
     }
 }
 
-/// The axis label of a "nines" position: 1 is `90`, 3 is `99.9`.
-fn percentile_label(x: &f64) -> String {
-    let p = 100.0 * (1.0 - 10f64.powf(-x));
-    let digits = (x.ceil() as i32 - 2).clamp(0, 3) as usize;
-    format!("{p:.digits$}")
-}
-
-fn curves(name: &str, cells: &[NowaitCell]) -> Lines<'static> {
+fn curves(name: &str, cells: &[NowaitCell]) -> Lines {
     let lines = cells
         .iter()
         .filter(|c| !c.latency.percentiles.is_empty())
@@ -222,7 +198,7 @@ fn curves(name: &str, cells: &[NowaitCell]) -> Lines<'static> {
         y_label: "µs".into(),
         lines,
         log_y: true,
-        x_fmt: &percentile_label,
+        x_ticks: XTicks::Nines,
     }
 }
 
@@ -240,9 +216,9 @@ fn lat(n: &NowaitReport, w: Workload, c: Config) -> Option<&Latency> {
 }
 
 /// The seed's results beside vecio's (the peer: io_uring, the kernel's own async reads).
-pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(super) fn summary(n: Option<&NowaitReport>) -> Vec<SummaryRow> {
     let seed = "002";
-    let Some(n) = &r.nowait else {
+    let Some(n) = n else {
         return vec![SummaryRow::missing(
             seed,
             "f1 reads under 2 µs: fast read",
@@ -320,6 +296,81 @@ fn latency_rows(n: &NowaitReport, seed: &'static str) -> Vec<SummaryRow> {
     out
 }
 
+/// The issue's targets, checked against a report.
+pub(super) fn targets(r: &NowaitReport) -> Vec<Target> {
+    let mut out = Vec::new();
+    if let (Some(fast), Some(pool)) = (
+        cell(r, Workload::F1Cached, Config::FastTracked),
+        cell(r, Workload::F1Cached, Config::PoolOnly),
+    ) {
+        let raw = r.raw_preadv2.p50_us;
+        let vs_raw = fast.latency.p50_us / raw;
+        out.push(Target {
+            text: format!("cached reads, fast read p50 {:.1} µs = {vs_raw:.2}x raw preadv2 ({raw:.1} µs) (want <= 1.3x)", fast.latency.p50_us),
+            met: vs_raw <= 1.3,
+        });
+        let vs_pool = fast.latency.p50_us / pool.latency.p50_us;
+        out.push(Target {
+            text: format!("cached reads, fast read p50 = {vs_pool:.2}x pool-only p50 {:.1} µs (want <= 0.20x)", pool.latency.p50_us),
+            met: vs_pool <= 0.2,
+        });
+    }
+    if let (Some(fast), Some(pool)) = (
+        cell(r, Workload::Mix, Config::FastTracked),
+        cell(r, Workload::Mix, Config::PoolOnly),
+    ) {
+        let drop = 1.0 - fast.latency.mean_us / pool.latency.mean_us;
+        out.push(Target {
+            text: format!(
+                "seed mix, mean latency {:.0} µs vs pool only {:.0} µs: {:.0}% lower (want >= 20%)",
+                fast.latency.mean_us,
+                pool.latency.mean_us,
+                drop * 100.0
+            ),
+            met: drop >= 0.2,
+        });
+    }
+    if let (Some(fast), Some(pool)) = (
+        cell(r, Workload::F2Uncached, Config::FastTracked),
+        cell(r, Workload::F2Uncached, Config::PoolOnly),
+    ) {
+        let ratio = fast.mb_s.median / pool.mb_s.median;
+        out.push(Target {
+            text: format!(
+                "uncached only, tracked {:.1} MB/s = {ratio:.3}x pool only (want >= 0.97x)",
+                fast.mb_s.median
+            ),
+            met: ratio >= 0.97,
+        });
+    }
+    out
+}
+
+/// nowait's figures: MB/s and mean latency per workload and configuration.
+pub(super) fn metrics(n: &NowaitReport) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for w in &n.workloads {
+        for c in &w.cells {
+            let name = format!("{} / {}", w.name, c.config.name());
+            out.push(Metric::of(
+                Nowait::KEY,
+                format!("{name} MB/s"),
+                &c.mb_s,
+                true,
+            ));
+            // Mean latency at a fixed depth moves with throughput (Little's law): it
+            // shares the cell's spread.
+            out.push(Metric {
+                name: format!("{name} mean µs"),
+                value: c.latency.mean_us,
+                higher_is_better: false,
+                ..Metric::of(Nowait::KEY, String::new(), &c.mb_s, true)
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,9 +379,5 @@ mod tests {
     fn nines_axis() {
         assert!((nines(0.99) - 2.0).abs() < 1e-9);
         assert_eq!(nines(1.0), 4.5);
-        assert_eq!(percentile_label(&1.0), "90");
-        assert_eq!(percentile_label(&2.0), "99");
-        assert_eq!(percentile_label(&3.0), "99.9");
-        assert_eq!(percentile_label(&0.0), "0");
     }
 }

@@ -1,16 +1,35 @@
-//! Seed 004, FUSE scatter-gather direct I/O: its section and summary rows.
+//! Seed 004, FUSE scatter-gather direct I/O: its entry, section, summary rows and figures
+//! (its targets are judged at run time: [`super::Goal`]).
 
-use anyhow::Result;
-
-use crate::experiments::fuse::workload::Op;
-use crate::experiments::fuse::{
-    self, FuseReport, NATIVE, SEED_READV, SEED_WRITEV, VECIO, VECIO_PER_SEGMENT,
+use super::workload::Op;
+use super::{
+    cell, ratio, Cell as FuseCell, Fuse, FuseReport, NATIVE, SEED_READV, SEED_WRITEV, VECIO,
+    VECIO_PER_SEGMENT, VECIO_URING,
 };
-use crate::experiments::results::AllResults;
-use crate::report::fmt::{num, ratio_cell, summary_cell};
-use crate::report::plot::{self, BarGroup, BarValue, Bars};
-use crate::report::summary::{SummaryRow, Verdict};
-use crate::report::{seeds, setup, why_missing, Cell, DataTable, Plot, Section};
+use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
+use crate::experiment::section::{Plot, Verdict};
+use crate::experiment::seed::claim;
+use crate::experiment::table::{num, Cell, DataTable};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow};
+use crate::harness::setup::{lines, Setup};
+
+pub(super) const SEED: Seed = Seed {
+        id: "004",
+        title: "FUSE scatter-gather direct I/O (2012): many segments per request",
+        file: "004_79c7fe0e9c79c24f.txt",
+        date: "2012-07-20",
+        author:
+            "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
+        headline: "32 x 4 KiB O_DIRECT writev through FUSE 107 -> 480 MB/s, readv 114 -> 569 \
+                   MB/s when many segments go in one request",
+        method: "A file opened O_DIRECT on a FUSE passthrough mount, readv/writev of 32 x 4 KiB \
+                 in a loop: vecio fuse against libfuse's passthrough.",
+        claims: &[
+            claim("An iovec[] for readv/writev consisted of 32 segments of 4K each.", "32 x 4 KiB"),
+            claim("writev: ~107 / ~480", "107 -> 480 MB/s (4.5x)"),
+            claim("readv: ~114 / ~569", "114 -> 569 MB/s (5.0x)"),
+        ],
+    };
 
 /// Both operations, in table order.
 const OPS: [Op; 2] = [Op::Readv, Op::Writev];
@@ -24,11 +43,7 @@ fn seed_figures(op: Op) -> (f64, f64) {
 }
 
 /// The section.
-pub(crate) fn section(r: &AllResults) -> Result<Section> {
-    let seed = seeds::seed("fuse");
-    let Some(f) = &r.fuse else {
-        return Ok(Section::not_measured(seed, why_missing(r, "fuse")));
-    };
+pub(super) fn section(f: &FuseReport, setup: Option<&Setup>, s: &mut Section) {
     let mut extra = vec![
         (
             "workload".to_string(),
@@ -51,16 +66,16 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
     if let Err(why) = &f.libfuse {
         extra.push(("libfuse examples".into(), format!("not measured: {why}")));
     }
-    let mut s = Section::measured(seed, setup::lines(r, &f.meta, extra, &["libfuse"]));
+    s.setup = lines(setup, &f.meta, extra, &["libfuse"]);
     s.tables.push(direct(f));
     s.tables.push(packing(f));
     if f.cells.iter().any(|c| !c.direct) {
         s.tables.push(buffered(f));
     }
-    s.plots.push(Plot {
-        id: "s004-direct".into(),
-        title: "32 x 4 KiB O_DIRECT readv/writev through FUSE, MB/s".into(),
-        caption: format!(
+    s.plots.push(Plot::new(
+        "s004-direct",
+        "32 x 4 KiB O_DIRECT readv/writev through FUSE, MB/s",
+        format!(
             "Bars: median MB/s, whiskers: lowest and highest repetition; a subject whose calls \
              failed (EINVAL) has no bar. per-segment: {VECIO_PER_SEGMENT}; vecio --uring: vecio fuse \
              --uring; passthrough*: the libfuse examples. Dark dashes: the per-segment figure \
@@ -68,8 +83,8 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
             SEED_READV.1 / SEED_READV.0,
             SEED_WRITEV.1 / SEED_WRITEV.0
         ),
-        svg: plot::bars(&bars(f))?,
-    });
+        Chart::Bars(bars(f)),
+    ));
     for t in &f.targets {
         match t.target() {
             Some(target) => s.targets.push(target),
@@ -81,7 +96,6 @@ pub(crate) fn section(r: &AllResults) -> Result<Section> {
     s.notes.push(
         "Ratios are medians of per-repetition ratios (both sides measured back to back).".into(),
     );
-    Ok(s)
 }
 
 /// The cell of `subject`, `op`, direct or not, as a table cell: its MB/s with its JSON pointer,
@@ -95,17 +109,17 @@ fn mb_cell(f: &FuseReport, subject: &str, op: Op, direct: bool) -> Cell {
         return Cell::text("-");
     };
     match &f.cells[ci] {
-        fuse::Cell { error: Some(e), .. } => Cell::text(format!("error: {e}")),
-        fuse::Cell { mb_s: Some(s), .. } => summary_cell(s, 1, format!("/fuse/cells/{ci}/mb_s")),
+        FuseCell { error: Some(e), .. } => Cell::text(format!("error: {e}")),
+        FuseCell { mb_s: Some(s), .. } => Cell::summary(s, 1, format!("/fuse/cells/{ci}/mb_s")),
         _ => Cell::text("-"),
     }
 }
 
 /// vecio's ratio to `subject` for `op` (`subject` / vecio fuse), direct.
 fn vs_vecio(f: &FuseReport, subject: &str, op: Op) -> Cell {
-    ratio_cell(fuse::ratio(
-        fuse::cell(&f.cells, subject, op, true),
-        fuse::cell(&f.cells, VECIO, op, true),
+    Cell::ratio(ratio(
+        cell(&f.cells, subject, op, true),
+        cell(&f.cells, VECIO, op, true),
     ))
 }
 
@@ -165,7 +179,7 @@ fn packing(f: &FuseReport) -> DataTable {
             Cell::text(format!("{:.2}x", after / before)),
             mb_cell(f, VECIO_PER_SEGMENT, op, true),
             mb_cell(f, VECIO, op, true),
-            ratio_cell(packed_gain(f, op)),
+            Cell::ratio(packed_gain(f, op)),
         ]);
     }
     t
@@ -173,9 +187,9 @@ fn packing(f: &FuseReport) -> DataTable {
 
 /// vecio fuse over its per-segment mode for `op`, O_DIRECT.
 fn packed_gain(f: &FuseReport, op: Op) -> Option<f64> {
-    fuse::ratio(
-        fuse::cell(&f.cells, VECIO, op, true),
-        fuse::cell(&f.cells, VECIO_PER_SEGMENT, op, true),
+    ratio(
+        cell(&f.cells, VECIO, op, true),
+        cell(&f.cells, VECIO_PER_SEGMENT, op, true),
     )
 }
 
@@ -199,7 +213,7 @@ fn buffered(f: &FuseReport) -> DataTable {
 fn short(name: &str) -> String {
     match name {
         VECIO_PER_SEGMENT => "per-segment".into(),
-        fuse::VECIO_URING => "vecio --uring".into(),
+        VECIO_URING => "vecio --uring".into(),
         _ => name.strip_prefix("libfuse ").unwrap_or(name).to_string(),
     }
 }
@@ -211,11 +225,11 @@ fn bars(f: &FuseReport) -> Bars {
             values: OPS
                 .iter()
                 .map(|&op| {
-                    let c = fuse::cell(&f.cells, name, op, true)?;
+                    let c = cell(&f.cells, name, op, true)?;
                     let v = BarValue::of(c.mb_s.as_ref()?);
                     let (before, after) = seed_figures(op);
                     let mark = (name == VECIO)
-                        .then(|| fuse::cell(&f.cells, VECIO_PER_SEGMENT, op, true))
+                        .then(|| cell(&f.cells, VECIO_PER_SEGMENT, op, true))
                         .flatten()
                         .and_then(|c| c.mb_s)
                         .map(|s| s.median * after / before);
@@ -235,9 +249,9 @@ fn bars(f: &FuseReport) -> Bars {
 
 /// vecio's O_DIRECT figure for `op` as text: `593 MB/s`, or its error.
 fn vecio_mb(f: &FuseReport, op: Op) -> String {
-    match fuse::cell(&f.cells, VECIO, op, true) {
-        Some(fuse::Cell { error: Some(e), .. }) => format!("error: {e}"),
-        Some(fuse::Cell { mb_s: Some(s), .. }) => format!("{:.0}", s.median),
+    match cell(&f.cells, VECIO, op, true) {
+        Some(FuseCell { error: Some(e), .. }) => format!("error: {e}"),
+        Some(FuseCell { mb_s: Some(s), .. }) => format!("{:.0}", s.median),
         _ => "-".into(),
     }
 }
@@ -282,9 +296,9 @@ fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>)
 }
 
 /// The seed's results beside vecio's.
-pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
+pub(super) fn summary(f: Option<&FuseReport>) -> Vec<SummaryRow> {
     let seed = "004";
-    let Some(f) = &r.fuse else {
+    let Some(f) = f else {
         return vec![
             SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT writev", "MB/s", "107 -> 480"),
             SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT readv", "MB/s", "114 -> 569"),
@@ -317,7 +331,7 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
             target: gain_target,
         });
         let (native_ratio, native_target) = verdict(f, op, "vs native");
-        let native = fuse::cell(&f.cells, NATIVE, op, true).and_then(|c| c.mb_s);
+        let native = cell(&f.cells, NATIVE, op, true).and_then(|c| c.mb_s);
         out.push(SummaryRow {
             seed,
             result: format!("{}: vecio fuse vs native", op.name()),
@@ -328,6 +342,20 @@ pub(crate) fn summary(r: &AllResults) -> Vec<SummaryRow> {
             ratio: native_ratio,
             target: native_target,
         });
+    }
+    out
+}
+
+/// Its figures: MB/s per subject, operation, O_DIRECT or buffered.
+pub(super) fn metrics(f: &FuseReport) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for c in &f.cells {
+        // A failed cell (EINVAL from a libfuse example) has no figure to compare.
+        if let Some(s) = &c.mb_s {
+            let how = if c.direct { "O_DIRECT" } else { "buffered" };
+            let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
+            out.push(Metric::of(Fuse::KEY, name, s, true));
+        }
     }
     out
 }
