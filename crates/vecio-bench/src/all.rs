@@ -83,7 +83,9 @@ fn run_one(
     }
     let failed = |err: anyhow::Error| (format!("{err:#}").replace('\n', " "), true);
     let figures = (plan.run)(env).map_err(failed)?;
-    let section = e.section(&figures, results.setup.as_ref()).map_err(failed)?;
+    let section = e
+        .section(&figures, results.setup.as_ref())
+        .map_err(failed)?;
     overall::print(&format!("{}\n", text::section(&section)));
     results.reports.insert(e.key().to_string(), figures);
     Ok(())
@@ -93,7 +95,9 @@ fn run_one(
 mod tests {
     use super::*;
     use crate::experiment::preset_options;
-    use crate::experiments::{callcost::Callcost, fuse::Fuse, loopdev::Loop, nowait::Nowait, writev::Writev};
+    use crate::experiments::{
+        callcost::Callcost, fuse::Fuse, loopdev::Loop, nowait::Nowait, writev::Writev,
+    };
     use crate::registry::EXPERIMENTS;
 
     #[test]
@@ -107,7 +111,10 @@ mod tests {
         let total = estimate(&quick_plans).as_secs_f64();
         assert!(total < 180.0, "quick run estimated at {total:.0} s");
         let full = estimate(&plans(&Preset::default(), &EXPERIMENTS)).as_secs_f64();
-        assert!(full > 4.0 * total, "full run {full:.0} s, quick {total:.0} s");
+        assert!(
+            full > 4.0 * total,
+            "full run {full:.0} s, quick {total:.0} s"
+        );
     }
 
     #[test]
@@ -127,9 +134,15 @@ mod tests {
             repeat: Some(1),
             ..quick
         };
-        let (w, n) = (preset_options::<Writev>(&tiny)?, preset_options::<Nowait>(&tiny)?);
+        let (w, n) = (
+            preset_options::<Writev>(&tiny)?,
+            preset_options::<Nowait>(&tiny)?,
+        );
         assert_eq!((w.size, n.medium), (16 << 20, 4 << 20));
-        assert_eq!(preset_options::<Loop>(&tiny)?.common.runtime, Duration::from_millis(100));
+        assert_eq!(
+            preset_options::<Loop>(&tiny)?.common.runtime,
+            Duration::from_millis(100)
+        );
         assert_eq!(preset_options::<Callcost>(&tiny)?.common.repeat, 1);
         let f = preset_options::<Fuse>(&tiny)?;
         assert_eq!(

@@ -49,7 +49,11 @@ mod tests {
         assert_eq!(keys.len(), EXPERIMENTS.len());
         for e in EXPERIMENTS {
             let s = e.seed();
-            assert!(!s.date.is_empty() && !s.author.is_empty() && !s.headline.is_empty(), "{}", s.id);
+            assert!(
+                !s.date.is_empty() && !s.author.is_empty() && !s.headline.is_empty(),
+                "{}",
+                s.id
+            );
         }
         let ids: Vec<&str> = EXPERIMENTS.iter().map(|e| e.seed().id).collect();
         for id in ["000", "001", "002", "003", "004"] {

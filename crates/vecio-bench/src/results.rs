@@ -100,7 +100,8 @@ mod tests {
         )?;
         assert_eq!(r.why_not("loop"), Some("fio is not installed"));
         assert_eq!(r.why_not("fuse"), None);
-        let r: AllResults = serde_json::from_str(r#"{"quick":true,"tokio":null,"fuse":{"cells":[]}}"#)?;
+        let r: AllResults =
+            serde_json::from_str(r#"{"quick":true,"tokio":null,"fuse":{"cells":[]}}"#)?;
         assert!(r.quick && r.report("tokio").is_none() && r.report("fuse").is_some());
         Ok(())
     }

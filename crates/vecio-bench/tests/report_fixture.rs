@@ -44,7 +44,10 @@ fn every_section_and_plot_is_present() {
     // callcost 2, fuse 1.
     assert_eq!(plots.len(), 16, "{plots:?}");
     assert_eq!(files.plots, 16);
-    assert!(html.contains("id=\"seed-002-tokio\""), "tokio's own section");
+    assert!(
+        html.contains("id=\"seed-002-tokio\""),
+        "tokio's own section"
+    );
     assert!(plots.contains(&"s004-direct"), "{plots:?}");
     let figures = attr_values(&html, "<figure class=\"plot\" id");
     assert_eq!(figures, plots, "every plot inline, in order");
@@ -74,7 +77,10 @@ fn every_section_and_plot_is_present() {
             );
         }
     }
-    assert!(section(&sections, "loop").setup.iter().any(|(k, _)| k == "qemu-nbd"));
+    assert!(section(&sections, "loop")
+        .setup
+        .iter()
+        .any(|(k, _)| k == "qemu-nbd"));
     let fuse = section(&sections, "fuse");
     assert_eq!(fuse.seed.id, "004");
     assert!(fuse.setup.iter().any(|(k, _)| k == "libfuse"));
@@ -357,11 +363,18 @@ fn tokio_has_its_section_summary_and_compare_lines() {
     let r = fixture();
     let sections = sections(&r);
     let tokio = section(&sections, "tokio");
-    assert_eq!((tokio.seed.id, tokio.anchor.as_str()), ("002", "seed-002-tokio"));
+    assert_eq!(
+        (tokio.seed.id, tokio.anchor.as_str()),
+        ("002", "seed-002-tokio")
+    );
     assert_eq!(tokio.tables[0].rows.len(), 9, "three files by three paths");
     assert_eq!(tokio.targets.len(), 3);
     assert_eq!(tokio.summary.len(), 2);
-    assert!(tokio.summary.iter().all(|row| row.target.is_some()), "{:?}", tokio.summary);
+    assert!(
+        tokio.summary.iter().all(|row| row.target.is_some()),
+        "{:?}",
+        tokio.summary
+    );
     assert_eq!(tokio.summary[1].unit, "MB/s");
     assert!(tokio.summary[1].peer.ends_with("tokio::fs"), "a real peer");
     let nowait = section(&sections, "nowait");
@@ -377,5 +390,8 @@ fn tokio_has_its_section_summary_and_compare_lines() {
     let all = compare::metrics(&r, &EXPERIMENTS);
     assert!(all.iter().filter(|m| m.experiment == "tokio").count() == 18);
     let text = text::section(tokio);
-    assert!(text.contains("vecio-tokio") && text.contains("Targets:"), "{text}");
+    assert!(
+        text.contains("vecio-tokio") && text.contains("Targets:"),
+        "{text}"
+    );
 }

@@ -68,7 +68,10 @@ pub fn completions(a: CompletionsArgs) -> Result<()> {
 
 /// The bench's subcommands, named and described, as `vecio-bench commands` lists them.
 fn bench_commands() -> Option<Vec<clap::Command>> {
-    let out = Command::new(crate::bench::program()?).arg("commands").output().ok()?;
+    let out = Command::new(crate::bench::program()?)
+        .arg("commands")
+        .output()
+        .ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
     // clap names commands with &'static str: this process prints one script and ends.
     let line = |l: &str| {
@@ -76,5 +79,7 @@ fn bench_commands() -> Option<Vec<clap::Command>> {
         let name: &'static str = name.to_string().leak();
         clap::Command::new(name).about(about.to_string())
     };
-    out.status.success().then(|| text.lines().map(line).collect())
+    out.status
+        .success()
+        .then(|| text.lines().map(line).collect())
 }

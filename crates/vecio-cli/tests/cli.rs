@@ -168,13 +168,7 @@ fn callgrind_counts_are_repeatable_when_valgrind_is_installed() {
                 "--callgrind-out-file=/dev/null",
                 env!("CARGO_BIN_EXE_vecio-bench"),
             ])
-            .args([
-                "callcost-worker",
-                "--variant",
-                "read_at",
-                "--calls",
-                "3000",
-            ])
+            .args(["callcost-worker", "--variant", "read_at", "--calls", "3000"])
             .arg(&page)
             .output()
             .unwrap();

@@ -100,11 +100,7 @@ fn files_in(dir: &Path) -> (PathBuf, PathBuf) {
 /// on a loop device (root only).
 fn ext4_dir() -> Result<(tempfile::TempDir, Vec<Box<dyn std::any::Any>>), String> {
     let dir = scratch_dir("vecio-info-ext4-");
-    if vecio_host::fs::fs_name(dir.path())
-        .ok()
-        .as_deref()
-        == Some("ext4")
-    {
+    if vecio_host::fs::fs_name(dir.path()).ok().as_deref() == Some("ext4") {
         return Ok((dir, Vec::new()));
     }
     if !kernel::is_root() {

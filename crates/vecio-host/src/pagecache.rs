@@ -50,8 +50,12 @@ pub fn resident_bytes(path: &Path) -> Result<u64> {
     let total = f
         .seek(SeekFrom::End(0))
         .ctx(|| format!("size of {}", path.display()))?;
-    let len = usize::try_from(total)
-        .map_err(|_| Error::Other(format!("{} is larger than the address space", path.display())))?;
+    let len = usize::try_from(total).map_err(|_| {
+        Error::Other(format!(
+            "{} is larger than the address space",
+            path.display()
+        ))
+    })?;
     if len == 0 {
         return Ok(0);
     }
@@ -77,7 +81,8 @@ pub fn resident_bytes(path: &Path) -> Result<u64> {
     // SAFETY: unmapping exactly the mapping made above, which nothing refers to.
     let _ = unsafe { rustix::mm::munmap(addr, len) };
     if r != 0 {
-        return Err(std::io::Error::last_os_error()).ctx(|| format!("mincore on {}", path.display()));
+        return Err(std::io::Error::last_os_error())
+            .ctx(|| format!("mincore on {}", path.display()));
     }
     Ok((vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64).min(total))
 }
@@ -164,7 +169,8 @@ mod tests {
     }
 
     #[test]
-    fn growth_follows_a_file_into_the_cache() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    fn growth_follows_a_file_into_the_cache() -> std::result::Result<(), Box<dyn std::error::Error>>
+    {
         // Beside the crate, not in /tmp: tmpfs has no disk to evict to.
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
         let p = dir.path().join("g");

@@ -107,7 +107,11 @@ impl Preset {
     /// Seconds per measurement: `quick` or `full` as the preset says, unless overridden.
     pub fn runtime(&self, quick: f64, full: f64) -> Duration {
         self.runtime
-            .unwrap_or(Duration::from_secs_f64(if self.quick { quick } else { full }))
+            .unwrap_or(Duration::from_secs_f64(if self.quick {
+                quick
+            } else {
+                full
+            }))
     }
 
     /// Repetitions: `quick` or `full`, unless overridden.
@@ -135,7 +139,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let n: u64 = num
         .parse()
         .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64k, 256M, 1G)"))?;
-    let shift = match unit.to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
+    let shift = match unit
+        .to_ascii_lowercase()
+        .trim_end_matches("ib")
+        .trim_end_matches('b')
+    {
         "" => 0,
         "k" => 10,
         "m" => 20,
@@ -203,7 +211,10 @@ mod tests {
             quick: true,
             ..Preset::default()
         };
-        assert_eq!((quick.size(1, 2), quick.repeat(3, 4), quick.medium()), (1, 3, 64 << 20));
+        assert_eq!(
+            (quick.size(1, 2), quick.repeat(3, 4), quick.medium()),
+            (1, 3, 64 << 20)
+        );
         let tiny = Preset {
             size: Some(16 << 20),
             runtime: Some(Duration::from_millis(100)),

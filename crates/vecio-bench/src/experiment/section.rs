@@ -34,7 +34,12 @@ pub struct Plot {
 
 impl Plot {
     /// A plot not drawn yet.
-    pub fn new(id: impl Into<String>, title: impl Into<String>, caption: impl Into<String>, chart: Chart) -> Plot {
+    pub fn new(
+        id: impl Into<String>,
+        title: impl Into<String>,
+        caption: impl Into<String>,
+        chart: Chart,
+    ) -> Plot {
         Plot {
             id: id.into(),
             title: title.into(),
@@ -99,10 +104,18 @@ impl Section {
     /// tests.
     #[cfg(test)]
     pub(crate) fn words(&self) -> String {
-        let mut out: Vec<String> = self.setup.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        let mut out: Vec<String> = self
+            .setup
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
         for t in &self.tables {
             out.push(t.title.clone());
-            out.extend(t.rows.iter().map(|r| r.iter().map(|c| c.shown()).collect::<Vec<_>>().join(" | ")));
+            out.extend(
+                t.rows
+                    .iter()
+                    .map(|r| r.iter().map(|c| c.shown()).collect::<Vec<_>>().join(" | ")),
+            );
         }
         out.extend(self.notes.iter().cloned());
         out.extend(self.targets.iter().map(|t| t.text.clone()));
@@ -176,8 +189,20 @@ pub struct SummaryRow {
 impl SummaryRow {
     /// A row for a result with no vecio figure: the experiment did not run (the reason is
     /// listed under the summary).
-    pub fn missing(seed: &'static str, result: &str, unit: &'static str, seed_figure: &str) -> SummaryRow {
-        SummaryRow::own(seed, result.into(), unit, seed_figure.into(), "not measured".into(), None)
+    pub fn missing(
+        seed: &'static str,
+        result: &str,
+        unit: &'static str,
+        seed_figure: &str,
+    ) -> SummaryRow {
+        SummaryRow::own(
+            seed,
+            result.into(),
+            unit,
+            seed_figure.into(),
+            "not measured".into(),
+            None,
+        )
     }
 
     /// A row of vecio's own figure in `unit` that no other program measures (a ratio of vecio's
@@ -229,7 +254,10 @@ impl SummaryRow {
 
 /// `figure unit` when `figure` is a number, `figure` alone otherwise (`-`, `not measured`).
 fn with_unit(figure: &str, unit: &str) -> String {
-    let numeric = figure.trim_start_matches(['+', '-', '~']).parse::<f64>().is_ok();
+    let numeric = figure
+        .trim_start_matches(['+', '-', '~'])
+        .parse::<f64>()
+        .is_ok();
     match (numeric, unit) {
         (false, _) => figure.to_string(),
         (true, "x") => format!("{figure}x"),
@@ -255,7 +283,12 @@ pub struct Metric {
 
 impl Metric {
     /// The median of `s` and its spread, where more is better when `higher_is_better`.
-    pub fn of(experiment: &'static str, name: String, s: &Summary, higher_is_better: bool) -> Metric {
+    pub fn of(
+        experiment: &'static str,
+        name: String,
+        s: &Summary,
+        higher_is_better: bool,
+    ) -> Metric {
         Metric {
             experiment,
             name,
@@ -282,6 +315,9 @@ mod tests {
         assert_eq!(row.mark(), "[MISS] >= 2x");
         row.vecio = "2.5".into();
         row.peer = "1310 native".into();
-        assert_eq!((row.vecio_with_unit(), row.peer_with_unit()), ("2.5x".into(), "1310x native".into()));
+        assert_eq!(
+            (row.vecio_with_unit(), row.peer_with_unit()),
+            ("2.5x".into(), "1310x native".into())
+        );
     }
 }

@@ -307,23 +307,6 @@ mod tests {
     }
 
     #[test]
-    fn sweeps_dead_runs_only() -> Result<()> {
-        let parent = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
-        // Pid 2^22 + 1 is above the kernel's largest pid_max: no process has it.
-        let dead = parent.path().join("vecio-scratch-4194305-abcdef");
-        std::fs::create_dir(&dead)?;
-        std::fs::write(dead.join("scratch.dat"), b"x")?;
-        let mine = ScratchDir::new_in("scratch", parent.path())?;
-        assert!(!dead.exists(), "a dead run's directory is removed");
-        assert!(mine.path().exists());
-        let path = mine.path().to_path_buf();
-        assert_eq!(sweep_stale(parent.path()), Vec::<PathBuf>::new());
-        drop(mine);
-        assert!(!path.exists());
-        Ok(())
-    }
-
-    #[test]
     fn tracked_entries_leave_the_registry_when_dropped() {
         let t = track_path(Path::new("/nonexistent/vecio-test"));
         let id = t.0;

@@ -231,29 +231,3 @@ pub fn lines(
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn collects_the_machine_and_the_tools() {
-        // `vecio info` is the CLI's: without the binary there is no scratch record (the CLI's
-        // tests/bench_all.rs checks the record a real run makes).
-        let s = Setup::collect(Path::new("."), Path::new("/nonexistent/vecio"));
-        assert!(s.cpus >= 1);
-        assert_eq!(s.kernel, system::kernel_release().ok());
-        let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["fio", "qemu-nbd", "nbdkit", "libnbd", "libfuse", "valgrind"]
-        );
-        let fio = s.tools[0].version.clone();
-        assert_eq!(
-            fio,
-            crate::harness::fio::fio_version(),
-            "fio's version line"
-        );
-        assert_eq!(s.scratch, None);
-    }
-}

@@ -3,7 +3,7 @@
 //! `#report-check` (`plots-ok N` or `plots-bad IDS`, hidden from the reader), so a headless
 //! browser can confirm it. The first screen is the verdict: one line per source document.
 
-use super::summary::{by_unit, unit_heading, unit_header};
+use super::summary::{by_unit, unit_header, unit_heading};
 use super::verdict::{documents as docs, target_count, verdicts};
 use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{Section, SummaryRow};
@@ -104,7 +104,11 @@ fn mark(met: bool) -> &'static str {
 fn summary(sections: &[Section]) -> String {
     let mut out = String::new();
     for (unit, group) in by_unit(&super::summary_rows(sections)) {
-        out += &format!("<h3>{}</h3>\n{}", esc(unit_heading(unit)), unit_table(unit, &group, sections));
+        out += &format!(
+            "<h3>{}</h3>\n{}",
+            esc(unit_heading(unit)),
+            unit_table(unit, &group, sections)
+        );
     }
     out
 }
@@ -116,7 +120,10 @@ fn anchor_of<'a>(sections: &'a [Section], row: &SummaryRow) -> &'a str {
 }
 
 fn unit_table(unit: &str, rows: &[&SummaryRow], sections: &[Section]) -> String {
-    let mut out = format!("<table class=\"summary-table\" data-unit=\"{}\">\n<tr>", esc(unit));
+    let mut out = format!(
+        "<table class=\"summary-table\" data-unit=\"{}\">\n<tr>",
+        esc(unit)
+    );
     for h in unit_header(unit) {
         out += &format!("<th>{}</th>", esc(&h));
     }

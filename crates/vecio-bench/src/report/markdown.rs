@@ -1,6 +1,6 @@
 //! The report as Markdown (`report.md`), the plots linked from `plots/`.
 
-use super::summary::{by_unit, cells, unit_heading, unit_header};
+use super::summary::{by_unit, cells, unit_header, unit_heading};
 use super::verdict::{documents, target_count, verdicts};
 use crate::experiment::table::DataTable;
 use crate::experiment::Section;
@@ -108,7 +108,13 @@ fn verdict(sections: &[Section]) -> String {
             ]
         })
         .collect();
-    let header = ["source document", "it claimed", "vecio here", "best other program", "targets"];
+    let header = [
+        "source document",
+        "it claimed",
+        "vecio here",
+        "best other program",
+        "targets",
+    ];
     out += &table(&header.map(String::from), &lines);
     out += "\n## The source documents\n\n";
     let docs: Vec<Vec<String>> = documents(sections)

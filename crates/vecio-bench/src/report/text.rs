@@ -21,12 +21,18 @@ fn table(t: &DataTable) -> String {
 /// A section as text.
 pub fn section(s: &Section) -> String {
     let seed = s.seed;
-    let mut out = format!("Seed {} ({}): {}\n{}\n", seed.id, s.key, seed.title, seed.method);
+    let mut out = format!(
+        "Seed {} ({}): {}\n{}\n",
+        seed.id, s.key, seed.title, seed.method
+    );
     let mut claims = Table::new(["the seed's words", "figure"]);
     for c in seed.claims {
         claims.row([format!("\"{}\"", c.quote), c.figure.to_string()]);
     }
-    out += &format!("\nThe seed ({}, {}) claimed:\n{claims}", seed.date, seed.file);
+    out += &format!(
+        "\nThe seed ({}, {}) claimed:\n{claims}",
+        seed.date, seed.file
+    );
     if let Some(why) = &s.not_measured {
         return out + &format!("\nnot measured: {why}\n");
     }
@@ -56,7 +62,13 @@ fn verdict(sections: &[Section], rows_marked: (usize, usize)) -> String {
         "Verdict: {met} of {total} targets met (in the rows below: {} met, {} missed)\n",
         rows_marked.0, rows_marked.1
     );
-    let mut t = Table::new(["seed", "document", "vecio here", "best other program", "targets"]);
+    let mut t = Table::new([
+        "seed",
+        "document",
+        "vecio here",
+        "best other program",
+        "targets",
+    ]);
     for v in verdicts(sections) {
         let s = v.section;
         let targets = match &s.not_measured {
@@ -96,7 +108,9 @@ pub fn summary(r: &AllResults, sections: &[Section]) -> String {
     }
     let rows = super::summary_rows(sections);
     let marked = |met: bool| {
-        let n = rows.iter().filter(|x| x.target.as_ref().is_some_and(|v| v.met == met));
+        let n = rows
+            .iter()
+            .filter(|x| x.target.as_ref().is_some_and(|v| v.met == met));
         n.count()
     };
     out += &format!("\n\n{}", verdict(sections, (marked(true), marked(false))));
@@ -136,9 +150,15 @@ mod tests {
         row.target = at_least(Some(1.0), 2.0, "x");
         s.summary.push(row);
         let text = section(&s);
-        assert!(text.contains("The seed (") && text.contains("[MISS] fast"), "{text}");
+        assert!(
+            text.contains("The seed (") && text.contains("[MISS] fast"),
+            "{text}"
+        );
         let text = summary(&AllResults::default(), &[s]);
-        assert!(text.contains("not measured") && text.contains("0 met, 1 missed"), "{text}");
+        assert!(
+            text.contains("not measured") && text.contains("0 met, 1 missed"),
+            "{text}"
+        );
         assert!(text.contains("Verdict: 0 of 1 targets met"), "{text}");
     }
 }

@@ -44,7 +44,10 @@ pub fn sections(r: &AllResults) -> Vec<Section> {
 
 /// The section of experiment `key`.
 pub fn section<'a>(sections: &'a [Section], key: &str) -> &'a Section {
-    sections.iter().find(|s| s.key == key).expect("a section per experiment")
+    sections
+        .iter()
+        .find(|s| s.key == key)
+        .expect("a section per experiment")
 }
 
 /// The report of `r`, written into a fresh directory under the target directory.
@@ -53,7 +56,8 @@ pub fn write_report(r: &AllResults) -> (tempfile::TempDir, ReportFiles) {
         .prefix("vecio-report-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .expect("a scratch directory");
-    let files = report::write(&dir.path().join("report"), r, &EXPERIMENTS).expect("the report builds");
+    let files =
+        report::write(&dir.path().join("report"), r, &EXPERIMENTS).expect("the report builds");
     (dir, files)
 }
 

@@ -25,8 +25,8 @@ use vecio::{
 use crate::experiment::options::Common;
 use crate::experiment::{Env, Experiment, Helper, Metric, Preset, Section, Seed, SummaryRow};
 use crate::harness::meta::RunMeta;
-use crate::harness::setup::Setup;
 use crate::harness::progress::Phase;
+use crate::harness::setup::Setup;
 use crate::harness::stats::Summary;
 
 /// Bytes per call.
@@ -173,12 +173,33 @@ impl Experiment for Callcost {
 
     fn helper() -> Option<Helper> {
         let command = clap::Command::new("callcost-worker")
-            .about("Runs N calls of one callcost variant (what callgrind counts); not for direct use")
+            .about(
+                "Runs N calls of one callcost variant (what callgrind counts); not for direct use",
+            )
             .hide(true)
-            .arg(Arg::new("variant").long("variant").required(true).help("Variant name, as `callcost` prints it"))
-            .arg(Arg::new("calls").long("calls").required(true).value_parser(clap::value_parser!(u64)).help("Number of calls"))
-            .arg(Arg::new("file").required(true).value_parser(clap::value_parser!(PathBuf)).help("The page file"));
-        Some(Helper { command, run: worker })
+            .arg(
+                Arg::new("variant")
+                    .long("variant")
+                    .required(true)
+                    .help("Variant name, as `callcost` prints it"),
+            )
+            .arg(
+                Arg::new("calls")
+                    .long("calls")
+                    .required(true)
+                    .value_parser(clap::value_parser!(u64))
+                    .help("Number of calls"),
+            )
+            .arg(
+                Arg::new("file")
+                    .required(true)
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help("The page file"),
+            );
+        Some(Helper {
+            command,
+            run: worker,
+        })
     }
 }
 
@@ -187,7 +208,11 @@ fn worker(m: &ArgMatches) -> Result<()> {
     let name = m.get_one::<String>("variant").context("--variant")?;
     let v = Variant::from_name(name).with_context(|| format!("unknown variant {name:?}"))?;
     let calls = *m.get_one::<u64>("calls").context("--calls")?;
-    run_calls(v, m.get_one::<PathBuf>("file").context("the page file")?, calls)
+    run_calls(
+        v,
+        m.get_one::<PathBuf>("file").context("the page file")?,
+        calls,
+    )
 }
 
 /// One variant's figures.

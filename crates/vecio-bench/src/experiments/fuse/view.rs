@@ -14,22 +14,24 @@ use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow};
 use crate::harness::setup::{lines, Setup};
 
 pub(super) const SEED: Seed = Seed {
-        id: "004",
-        title: "FUSE scatter-gather direct I/O (2012): many segments per request",
-        file: "004_79c7fe0e9c79c24f.txt",
-        date: "2012-07-20",
-        author:
-            "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
-        headline: "32 x 4 KiB O_DIRECT writev through FUSE 107 -> 480 MB/s, readv 114 -> 569 \
+    id: "004",
+    title: "FUSE scatter-gather direct I/O (2012): many segments per request",
+    file: "004_79c7fe0e9c79c24f.txt",
+    date: "2012-07-20",
+    author: "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
+    headline: "32 x 4 KiB O_DIRECT writev through FUSE 107 -> 480 MB/s, readv 114 -> 569 \
                    MB/s when many segments go in one request",
-        method: "A file opened O_DIRECT on a FUSE passthrough mount, readv/writev of 32 x 4 KiB \
+    method: "A file opened O_DIRECT on a FUSE passthrough mount, readv/writev of 32 x 4 KiB \
                  in a loop: vecio fuse against libfuse's passthrough.",
-        claims: &[
-            claim("An iovec[] for readv/writev consisted of 32 segments of 4K each.", "32 x 4 KiB"),
-            claim("writev: ~107 / ~480", "107 -> 480 MB/s (4.5x)"),
-            claim("readv: ~114 / ~569", "114 -> 569 MB/s (5.0x)"),
-        ],
-    };
+    claims: &[
+        claim(
+            "An iovec[] for readv/writev consisted of 32 segments of 4K each.",
+            "32 x 4 KiB",
+        ),
+        claim("writev: ~107 / ~480", "107 -> 480 MB/s (4.5x)"),
+        claim("readv: ~114 / ~569", "114 -> 569 MB/s (5.0x)"),
+    ],
+};
 
 /// Both operations, in table order.
 const OPS: [Op; 2] = [Op::Readv, Op::Writev];

@@ -27,19 +27,19 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::options::{parse_size, Common, Source};
+use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
 use crate::experiments::loopdev::cachecurve::{CachePoint, CacheSampler};
 use crate::harness::diskstat::DiskProbe;
 use crate::harness::fio::{FioEngine, FioJob, FioResult};
-use crate::experiment::options::{parse_size, Common, Source};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
 use crate::harness::meta::RunMeta;
-use crate::harness::setup::Setup;
-use vecio_host::pagecache::{self, CacheSnapshot};
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::{find_program, ServerProcess};
+use crate::harness::setup::Setup;
 use crate::harness::stats::{median, paired_median, Summary};
+use vecio_host::pagecache::{self, CacheSnapshot};
 
 pub use subjects::{Job, Subject};
 
@@ -72,7 +72,8 @@ pub struct Loop;
 
 impl Experiment for Loop {
     const KEY: &'static str = "loop";
-    const ABOUT: &'static str = "Loop device with direct and async I/O (2015): one image over NBD, \
+    const ABOUT: &'static str =
+        "Loop device with direct and async I/O (2015): one image over NBD, \
         vecio nbd direct and buffered, qemu-nbd and nbdkit, driven by fio's nbd engine; then \
         vecio nbd and qemu-nbd plain and over TLS, read by nbdcopy and a libnbd driver";
     const FIELDS: &'static [&'static str] = &["cells", "servers"];

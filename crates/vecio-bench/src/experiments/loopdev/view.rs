@@ -113,7 +113,8 @@ fn throughput(l: &LoopReport) -> DataTable {
         } else {
             ("mb_s", 1)
         };
-        let med = |f: &dyn Fn(&Sample) -> Option<f64>, prec: usize| Cell::maybe(c.median_of(f), prec);
+        let med =
+            |f: &dyn Fn(&Sample) -> Option<f64>, prec: usize| Cell::maybe(c.median_of(f), prec);
         t.rows.push(vec![
             Cell::text(format!("{} ({})", c.job.name(), c.job.unit())),
             Cell::text(&c.name),
@@ -494,7 +495,12 @@ mod tests {
     fn shows_every_cell_and_the_seed() {
         let s = shown(&report(80.0, 50.0, 90.0, 0));
         let text = s.words();
-        for want in ["4k randread (IOPS)", "128k write (MB/s)", "1.60x", "1.01x / 1.05x"] {
+        for want in [
+            "4k randread (IOPS)",
+            "128k write (MB/s)",
+            "1.60x",
+            "1.01x / 1.05x",
+        ] {
             assert!(text.contains(want), "{want} missing from:\n{text}");
         }
         assert_eq!(s.targets.iter().filter(|t| t.met).count(), 3, "{text}");
@@ -518,7 +524,10 @@ mod tests {
         r.tls = crate::experiments::loopdev::tls::TlsReport::default();
         r.tls.skipped = Some("qemu-nbd is not installed".into());
         let text = shown(&r).words();
-        assert!(text.contains("TLS rows: not measured: qemu-nbd is not installed"), "{text}");
+        assert!(
+            text.contains("TLS rows: not measured: qemu-nbd is not installed"),
+            "{text}"
+        );
         assert_eq!(targets(&r).len(), 3);
     }
 }

@@ -24,14 +24,14 @@ use vecio::{
     RwFlags,
 };
 
+use crate::experiment::options::{parse_count, parse_size, Common};
+use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
 use crate::experiments::nowait::zipf::Zipf;
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::stats::Summary;
-use crate::experiment::options::{parse_count, parse_size, Common};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
 use crate::harness::setup::Setup;
+use crate::harness::stats::Summary;
 use vecio_host::pagecache;
 
 /// Bytes per read.
@@ -364,9 +364,10 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
     let mut scratch = Vec::new();
     let mut base = 0;
     for size in [opts.medium, opts.large, opts.large] {
-        let s = ScratchFile::prepare_with_progress(opts.common.dir.as_deref(), None, size, &mut |d| {
-            phase.set_position(base + d)
-        })?;
+        let s =
+            ScratchFile::prepare_with_progress(opts.common.dir.as_deref(), None, size, &mut |d| {
+                phase.set_position(base + d)
+            })?;
         base += size;
         scratch.push(s);
     }

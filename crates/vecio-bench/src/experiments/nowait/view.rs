@@ -11,25 +11,34 @@ use crate::harness::setup::{lines, Setup};
 
 /// Seed 002, as the event-loop experiment re-measures it (the tokio experiment starts from it).
 pub const SEED: Seed = Seed {
-        id: "002",
-        title: "preadv2/pwritev2 and RWF_NONBLOCK (2015): cached reads served inline, not queued",
-        file: "002_830b7ce2b4df9caf.txt",
-        date: "2015-05 (v7, on 4.1-rc3)",
-        author: "Milosz Tanski, linux-api: \"preadv2/pwritev2 and RWF_NONBLOCK\"",
-        headline: "cached reads tried without blocking before a thread pool: 70% of \
+    id: "002",
+    title: "preadv2/pwritev2 and RWF_NONBLOCK (2015): cached reads served inline, not queued",
+    file: "002_830b7ce2b4df9caf.txt",
+    date: "2015-05 (v7, on 4.1-rc3)",
+    author: "Milosz Tanski, linux-api: \"preadv2/pwritev2 and RWF_NONBLOCK\"",
+    headline: "cached reads tried without blocking before a thread pool: 70% of \
                    mostly-cached random reads at ~2 µs; real workload 20-30% lower response time",
-        method: "16 KiB buffered reads kept 32 in flight by one event loop over three files (f1 \
+    method: "16 KiB buffered reads kept 32 in flight by one event loop over three files (f1 \
                  Zipf over a mostly cached file, f2 uniform over an uncached one, f3 sequential) \
                  and their 73/18/9 mix: a thread pool alone (the seed's before), fast read always \
                  tried, fast read tracked per file, and io_uring.",
-        claims: &[
-            claim("f1: ~73% rand read over mostly cached data (zipf med-size dataset)", "the workload"),
-            claim("after: f1: lat (usec) : 2=70.63%", "70.6% under 2 µs"),
-            claim("after: f3: lat (usec) : 2=64.04%", "64.0% under 2 µs"),
-            claim("total: READ: aggrb=174669KB/s -> aggrb=177339KB/s", "bandwidth 1.02x"),
-            claim("we were able to reduce average response time by 20 to 30%", "-20% to -30%"),
-        ],
-    };
+    claims: &[
+        claim(
+            "f1: ~73% rand read over mostly cached data (zipf med-size dataset)",
+            "the workload",
+        ),
+        claim("after: f1: lat (usec) : 2=70.63%", "70.6% under 2 µs"),
+        claim("after: f3: lat (usec) : 2=64.04%", "64.0% under 2 µs"),
+        claim(
+            "total: READ: aggrb=174669KB/s -> aggrb=177339KB/s",
+            "bandwidth 1.02x",
+        ),
+        claim(
+            "we were able to reduce average response time by 20 to 30%",
+            "-20% to -30%",
+        ),
+    ],
+};
 
 /// The seed's total bandwidth after / before fast reads (177339 / 174669 KB/s).
 const SEED_BANDWIDTH: f64 = 177_339.0 / 174_669.0;

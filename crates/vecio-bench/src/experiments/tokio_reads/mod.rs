@@ -49,7 +49,8 @@ pub struct Tokio;
 
 impl Experiment for Tokio {
     const KEY: &'static str = "tokio";
-    const ABOUT: &'static str = "tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, \
+    const ABOUT: &'static str =
+        "tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, \
                                  73/18/9 mix (seed 002)";
     const FIELDS: &'static [&'static str] = &["cells"];
     type Options = TokioOptions;

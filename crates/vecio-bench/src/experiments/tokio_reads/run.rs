@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
 use super::{TokioOptions, READ};
-use vecio_host::pagecache;
-use crate::harness::scratch::ScratchFile;
 use crate::harness::meta::RunMeta;
+use crate::harness::scratch::ScratchFile;
+use vecio_host::pagecache;
 
 /// One measured cell (scenario x path), its median run and the spread over runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -19,9 +19,15 @@ pub(super) const SEED: Seed = Seed {
              thread pool the seed's before queues to), vecio-tokio (cached reads inline with \
              RWF_NOWAIT, the rest through io_uring), and tokio-uring.",
     claims: &[
-        claim("f1: ~73% rand read over mostly cached data (zipf med-size dataset)", "the workload"),
+        claim(
+            "f1: ~73% rand read over mostly cached data (zipf med-size dataset)",
+            "the workload",
+        ),
         claim("after: f1: lat (usec) : 2=70.63%", "70.6% under 2 µs"),
-        claim("we were able to reduce average response time by 20 to 30%", "-20% to -30%"),
+        claim(
+            "we were able to reduce average response time by 20 to 30%",
+            "-20% to -30%",
+        ),
     ],
     ..nowait::SEED
 };
@@ -32,7 +38,11 @@ const PATHS: [&str; 3] = ["tokio::fs", "vecio-tokio", "tokio-uring"];
 /// The section.
 pub(super) fn section(r: &TokioReport, setup: Option<&Setup>, s: &mut Section) {
     if let Some(meta) = &r.meta {
-        let runtime = if r.current_thread { "current-thread" } else { "multi-thread" };
+        let runtime = if r.current_thread {
+            "current-thread"
+        } else {
+            "multi-thread"
+        };
         let extra = vec![(
             "workload".to_string(),
             format!(
@@ -63,7 +73,9 @@ fn median(c: &Cell) -> f64 {
 }
 
 fn cell<'a>(r: &'a TokioReport, scenario: &str, path: &str) -> Option<&'a Cell> {
-    r.cells.iter().find(|c| c.scenario == scenario && c.path == path)
+    r.cells
+        .iter()
+        .find(|c| c.scenario == scenario && c.path == path)
 }
 
 /// The same reads from tokio tasks: tokio::fs (spawn_blocking) against vecio-tokio.
@@ -89,7 +101,6 @@ fn table(r: &TokioReport) -> DataTable {
     }
     t
 }
-
 
 fn bars(r: &TokioReport) -> Bars {
     let groups = ["cached", "direct", "mix"]
@@ -153,7 +164,12 @@ const MB_PER_MIB: f64 = 1.048_576;
 pub(super) fn summary(r: Option<&TokioReport>) -> Vec<SummaryRow> {
     let seed = "002";
     let Some(r) = r else {
-        return vec![SummaryRow::missing(seed, "tokio cached p50: vecio-tokio/tokio::fs", "x", "-")];
+        return vec![SummaryRow::missing(
+            seed,
+            "tokio cached p50: vecio-tokio/tokio::fs",
+            "x",
+            "-",
+        )];
     };
     let get = |sc| cell(r, sc, "tokio::fs").zip(cell(r, sc, "vecio-tokio"));
     let mut out = Vec::new();
@@ -161,7 +177,10 @@ pub(super) fn summary(r: Option<&TokioReport>) -> Vec<SummaryRow> {
         let ratio = div(Some(b.p50_us), Some(a.p50_us));
         out.push(SummaryRow::own(
             seed,
-            format!("tokio cached p50: vecio-tokio {:.1} µs/tokio::fs {:.1} µs", b.p50_us, a.p50_us),
+            format!(
+                "tokio cached p50: vecio-tokio {:.1} µs/tokio::fs {:.1} µs",
+                b.p50_us, a.p50_us
+            ),
             "x",
             "-".into(),
             num(ratio, 2),
@@ -188,7 +207,9 @@ pub(super) fn summary(r: Option<&TokioReport>) -> Vec<SummaryRow> {
 pub(super) fn metrics(r: &TokioReport) -> Vec<Metric> {
     let mut out = Vec::new();
     for c in &r.cells {
-        let Some(mib) = Summary::of(&c.mib_s) else { continue };
+        let Some(mib) = Summary::of(&c.mib_s) else {
+            continue;
+        };
         let name = format!("{} / {}", c.scenario, c.path);
         out.push(Metric::of(Tokio::KEY, format!("{name} MiB/s"), &mib, true));
         // Mean latency at a fixed number of tasks moves with throughput: it shares the spread.

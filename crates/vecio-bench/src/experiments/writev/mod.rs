@@ -20,9 +20,9 @@ use crate::experiment::options::{parse_size, Common, Source};
 use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
 use crate::harness::fio::{FioEngine, FioJob, FioResult, FioRw};
 use crate::harness::meta::RunMeta;
-use crate::harness::setup::Setup;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
+use crate::harness::setup::Setup;
 use crate::harness::stats::{median, paired_median, Summary};
 use measure::measure;
 
@@ -308,7 +308,8 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     let pool = PagePool::new(REQUEST, 1);
     let mut engines = build_engines(&opts.engines, &pool)?;
     let fio_on = !opts.no_fio && crate::harness::fio::fio_version().is_some();
-    let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.common.repeat as usize;
+    let steps =
+        rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.common.repeat as usize;
     let phase = Phase::timed("bench writev", opts.common.runtime * steps as u32);
 
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
@@ -332,7 +333,13 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
             }
             if fio_on {
                 fio4[ri].push(fio_job(&path, row, 4096, size, opts.common.runtime)?);
-                fio32[ri].push(fio_job(&path, row, REQUEST as u64, size, opts.common.runtime)?);
+                fio32[ri].push(fio_job(
+                    &path,
+                    row,
+                    REQUEST as u64,
+                    size,
+                    opts.common.runtime,
+                )?);
             }
         }
     }

@@ -101,7 +101,9 @@ fn throughput(w: &WritevReport) -> DataTable {
                 None => Cell::text("-"),
             });
         }
-        cells.push(Cell::ratio(row.ratio(EngineKind::Uring, EngineKind::Serial)));
+        cells.push(Cell::ratio(
+            row.ratio(EngineKind::Uring, EngineKind::Serial),
+        ));
         cells.push(Cell::ratio(row.ratio(EngineKind::Sync, EngineKind::Serial)));
         cells.push(Cell::json(
             row.seed_speedup,

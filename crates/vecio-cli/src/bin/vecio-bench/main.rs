@@ -21,7 +21,11 @@ pub const VECIO_ENV: &str = "VECIO";
 
 fn main() {
     let via_vecio = std::env::var_os(VECIO_ENV).is_some();
-    let name = if via_vecio { "vecio bench" } else { "vecio-bench" };
+    let name = if via_vecio {
+        "vecio bench"
+    } else {
+        "vecio-bench"
+    };
     let m = command(name).get_matches();
     init_logging();
     if let Err(e) = run::run(&m) {
@@ -66,21 +70,46 @@ pub fn command(name: &'static str) -> Command {
         ));
     let compare = Command::new("compare")
         .about("Two runs' figures side by side, changes beyond the run-to-run noise flagged")
-        .arg(positional("a", "The earlier run: a results.json, a `bench all --json` file or one experiment's --json"))
+        .arg(positional(
+            "a",
+            "The earlier run: a results.json, a `bench all --json` file or one experiment's --json",
+        ))
         .arg(positional("b", "The later run, of the same kinds"));
     let report = Command::new("report")
         .about("The report (index.html, report.md, results.json) of a recorded results.json")
-        .arg(positional("results", "A recorded results.json (or `bench all --json` file)"))
-        .arg(path_arg("out", "Directory to write index.html, report.md, results.json and plots/ into").short('o').required(true));
+        .arg(positional(
+            "results",
+            "A recorded results.json (or `bench all --json` file)",
+        ))
+        .arg(
+            path_arg(
+                "out",
+                "Directory to write index.html, report.md, results.json and plots/ into",
+            )
+            .short('o')
+            .required(true),
+        );
     let hidden = |c: Command| c.hide(true);
     cmd.subcommand(all)
         .subcommand(compare)
         .subcommand(report)
-        .subcommand(hidden(Command::new("man").about("Writes the manual pages into a directory").arg(positional("dir", "Directory"))))
-        .subcommand(hidden(Command::new("completions").about("Prints a shell completion script").arg(
-            Arg::new("shell").required(true).value_parser(clap::value_parser!(clap_complete::Shell)),
-        )))
-        .subcommand(hidden(Command::new("commands").about("Lists the subcommands, one `NAME<TAB>ABOUT` a line")))
+        .subcommand(hidden(
+            Command::new("man")
+                .about("Writes the manual pages into a directory")
+                .arg(positional("dir", "Directory")),
+        ))
+        .subcommand(hidden(
+            Command::new("completions")
+                .about("Prints a shell completion script")
+                .arg(
+                    Arg::new("shell")
+                        .required(true)
+                        .value_parser(clap::value_parser!(clap_complete::Shell)),
+                ),
+        ))
+        .subcommand(hidden(
+            Command::new("commands").about("Lists the subcommands, one `NAME<TAB>ABOUT` a line"),
+        ))
 }
 
 fn path_arg(name: &'static str, help: &'static str) -> Arg {

@@ -16,7 +16,11 @@ pub fn run(m: &ArgMatches) -> Result<()> {
     let Some((name, sub)) = m.subcommand() else {
         bail!("no subcommand");
     };
-    if let Some(h) = EXPERIMENTS.iter().filter_map(|e| e.helper()).find(|h| h.command.get_name() == name) {
+    if let Some(h) = EXPERIMENTS
+        .iter()
+        .filter_map(|e| e.helper())
+        .find(|h| h.command.get_name() == name)
+    {
         return (h.run)(sub);
     }
     match name {
@@ -40,7 +44,8 @@ pub fn run(m: &ArgMatches) -> Result<()> {
 }
 
 fn path<'a>(m: &'a ArgMatches, name: &str) -> Result<&'a PathBuf> {
-    m.get_one::<PathBuf>(name).with_context(|| format!("no {name}"))
+    m.get_one::<PathBuf>(name)
+        .with_context(|| format!("no {name}"))
 }
 
 /// The programs the experiments start: `vecio` as `vecio bench` said, else beside this
@@ -109,9 +114,16 @@ fn all(m: &ArgMatches, env: &Env) -> Result<()> {
 fn compare(m: &ArgMatches) -> Result<()> {
     let (a, b) = (path(m, "a")?, path(m, "b")?);
     let (ra, rb) = (cmp::load(a, &EXPERIMENTS)?, cmp::load(b, &EXPERIMENTS)?);
-    let (changes, only) = cmp::compare(&cmp::metrics(&ra, &EXPERIMENTS), &cmp::metrics(&rb, &EXPERIMENTS));
+    let (changes, only) = cmp::compare(
+        &cmp::metrics(&ra, &EXPERIMENTS),
+        &cmp::metrics(&rb, &EXPERIMENTS),
+    );
     if changes.is_empty() {
-        bail!("{} and {} share no figure to compare", a.display(), b.display());
+        bail!(
+            "{} and {} share no figure to compare",
+            a.display(),
+            b.display()
+        );
     }
     let (a, b) = (a.display().to_string(), b.display().to_string());
     print!("{}", cmp::render(&a, &b, &changes, &only));
@@ -143,7 +155,9 @@ fn man(dir: &Path) -> Result<()> {
 
 /// Prints the completion script of `vecio-bench` for the shell asked.
 fn completions(m: &ArgMatches) -> Result<()> {
-    let shell = *m.get_one::<clap_complete::Shell>("shell").context("no shell")?;
+    let shell = *m
+        .get_one::<clap_complete::Shell>("shell")
+        .context("no shell")?;
     let mut cmd = crate::command("vecio-bench");
     clap_complete::generate(shell, &mut cmd, "vecio-bench", &mut std::io::stdout());
     Ok(())
@@ -151,8 +165,15 @@ fn completions(m: &ArgMatches) -> Result<()> {
 
 /// The visible subcommands and their one-line help, for `vecio completions`.
 fn commands() -> Result<()> {
-    for c in crate::command("vecio-bench").get_subcommands().filter(|c| !c.is_hide_set()) {
-        println!("{}\t{}", c.get_name(), c.get_about().map(|a| a.to_string()).unwrap_or_default());
+    for c in crate::command("vecio-bench")
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+    {
+        println!(
+            "{}\t{}",
+            c.get_name(),
+            c.get_about().map(|a| a.to_string()).unwrap_or_default()
+        );
     }
     Ok(())
 }

@@ -29,12 +29,12 @@ use serde::{Deserialize, Serialize};
 use super::{Job, Lab, LoopOptions, Subject, DEPTH};
 use crate::harness::certs::{self, Certificates};
 use crate::harness::libnbd::{self, ClientRun, Endpoint};
-use vecio_host::pagecache;
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::find_program;
 use crate::harness::stats::{median, paired_median, Summary};
+use vecio_host::pagecache;
 
 pub use view::{MAX_COST, WANT_VS_QEMU};
 

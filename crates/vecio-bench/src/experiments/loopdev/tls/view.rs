@@ -197,7 +197,12 @@ mod tests {
     #[test]
     fn shows_every_cell_or_the_reason() {
         let t = table(&report([100.0, 80.0], [90.0, 60.0])).expect("a table");
-        let text: Vec<String> = t.rows.iter().flatten().map(|c| c.shown().to_string()).collect();
+        let text: Vec<String> = t
+            .rows
+            .iter()
+            .flatten()
+            .map(|c| c.shown().to_string())
+            .collect();
         let text = text.join(" | ");
         for want in [
             "128k read (MB/s)",
@@ -212,7 +217,10 @@ mod tests {
         assert_eq!(text.matches("qemu-nbd none+io_uring").count(), 4, "{text}");
         let skipped = TlsReport::skipped("nbdcopy is not installed");
         let line = setup_line(&skipped).map(|(_, v)| v);
-        assert_eq!(line.as_deref(), Some("not measured: nbdcopy is not installed"));
+        assert_eq!(
+            line.as_deref(),
+            Some("not measured: nbdcopy is not installed")
+        );
         assert!(table(&skipped).is_none() && table(&TlsReport::default()).is_none());
     }
 
