@@ -53,8 +53,9 @@ pub trait Experiment: Sync + 'static {
     const FIELDS: &'static [&'static str];
     /// Its options on the command line.
     type Options: Args + FromArgMatches + Clone;
-    /// Everything one run measured: its `--json` file and its field of `results.json`.
-    type Report: Serialize + DeserializeOwned;
+    /// Everything one run measured: its `--json` file and its field of `results.json`, and
+    /// what the report shows of it.
+    type Report: View;
 
     /// The seed document it re-measures, with what that document claimed.
     fn seed() -> &'static Seed;
@@ -72,16 +73,20 @@ pub trait Experiment: Sync + 'static {
     }
     /// Runs it.
     fn run(opts: &Self::Options, env: &Env) -> Result<Self::Report>;
-    /// Fills its section of the report: set-up lines, tables, plots, targets and notes.
-    fn section(r: &Self::Report, setup: Option<&Setup>, s: &mut Section);
-    /// Its rows of the summary; `None` when it was not measured.
-    fn summary(r: Option<&Self::Report>) -> Vec<SummaryRow>;
-    /// The figures `vecio bench compare` puts side by side.
-    fn metrics(r: &Self::Report) -> Vec<Metric>;
     /// A hidden helper command, if it has one.
     fn helper() -> Option<Helper> {
         None
     }
+}
+
+/// What the report shows of an experiment's figures.
+pub trait View: Serialize + DeserializeOwned {
+    /// Fills its section of the report: set-up lines, tables, plots, targets and notes.
+    fn section(&self, setup: Option<&Setup>, s: &mut Section);
+    /// Its rows of the summary; `None` when it was not measured.
+    fn summary(r: Option<&Self>) -> Vec<SummaryRow>;
+    /// The figures `vecio bench compare` puts side by side.
+    fn metrics(&self) -> Vec<Metric>;
 }
 
 /// A run ready to go: how long it should take, why it cannot run here, and the run itself.
@@ -168,17 +173,17 @@ impl<E: Experiment> Entry for E {
 
     fn section(&self, v: &Value, setup: Option<&Setup>) -> Result<Section> {
         let mut s = Section::new(E::KEY, E::seed());
-        E::section(&parse::<E>(v)?, setup, &mut s);
+        parse::<E>(v)?.section(setup, &mut s);
         Ok(s)
     }
 
     fn summary(&self, v: Option<&Value>) -> Vec<SummaryRow> {
         let report = v.and_then(|v| parse::<E>(v).ok());
-        E::summary(report.as_ref())
+        E::Report::summary(report.as_ref())
     }
 
     fn metrics(&self, v: &Value) -> Vec<Metric> {
-        parse::<E>(v).map(|r| E::metrics(&r)).unwrap_or_default()
+        parse::<E>(v).map(|r| r.metrics()).unwrap_or_default()
     }
 
     fn owns(&self, v: &Value) -> bool {

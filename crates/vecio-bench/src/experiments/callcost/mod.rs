@@ -23,10 +23,9 @@ use vecio::{
 };
 
 use crate::experiment::options::Common;
-use crate::experiment::{Env, Experiment, Helper, Metric, Preset, Section, Seed, SummaryRow};
+use crate::experiment::{Env, Experiment, Helper, Preset, Seed};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
-use crate::harness::setup::Setup;
 use crate::harness::stats::Summary;
 
 /// Bytes per call.
@@ -157,18 +156,6 @@ impl Experiment for Callcost {
 
     fn run(opts: &CallcostOptions, env: &Env) -> Result<CallcostReport> {
         run(opts, Some(&env.exe))
-    }
-
-    fn section(r: &CallcostReport, setup: Option<&Setup>, s: &mut Section) {
-        view::section(r, setup, s)
-    }
-
-    fn summary(r: Option<&CallcostReport>) -> Vec<SummaryRow> {
-        view::summary(r)
-    }
-
-    fn metrics(r: &CallcostReport) -> Vec<Metric> {
-        view::metrics(r)
     }
 
     fn helper() -> Option<Helper> {

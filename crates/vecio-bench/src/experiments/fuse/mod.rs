@@ -18,10 +18,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::options::{parse_size, Common};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
-use crate::harness::setup::Setup;
 use crate::harness::stats::{paired_median, Summary};
 use goals::targets;
 pub use goals::Goal;
@@ -98,18 +97,6 @@ impl Experiment for Fuse {
 
     fn run(opts: &FuseOptions, env: &Env) -> Result<FuseReport> {
         run(opts, &env.vecio)
-    }
-
-    fn section(r: &FuseReport, setup: Option<&Setup>, s: &mut Section) {
-        view::section(r, setup, s)
-    }
-
-    fn summary(r: Option<&FuseReport>) -> Vec<SummaryRow> {
-        view::summary(r)
-    }
-
-    fn metrics(r: &FuseReport) -> Vec<Metric> {
-        view::metrics(r)
     }
 }
 

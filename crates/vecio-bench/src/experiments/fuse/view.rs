@@ -10,9 +10,10 @@ use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{Plot, Verdict};
 use crate::experiment::seed::claim;
 use crate::experiment::table::{num, Cell, DataTable};
-use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, View};
 use crate::harness::setup::{lines, Setup};
 
+/// Seed 004, as this experiment re-measures it.
 pub(super) const SEED: Seed = Seed {
     id: "004",
     title: "FUSE scatter-gather direct I/O (2012): many segments per request",
@@ -33,6 +34,131 @@ pub(super) const SEED: Seed = Seed {
     ],
 };
 
+impl View for FuseReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let f = self;
+        let mut extra = vec![
+            (
+                "workload".to_string(),
+                format!(
+                    "{} MiB file, 32 x 4 KiB per call, one thread, {:.1} s per measurement, {} \
+                     repetition(s)",
+                    f.size >> 20,
+                    f.runtime_s,
+                    f.repeat
+                ),
+            ),
+            (
+                "FUSE".to_string(),
+                format!(
+                    "the kernel allows {} pages per request (max_pages_limit)",
+                    f.max_pages_limit
+                ),
+            ),
+        ];
+        if let Err(why) = &f.libfuse {
+            extra.push(("libfuse examples".into(), format!("not measured: {why}")));
+        }
+        s.setup = lines(setup, &f.meta, extra, &["libfuse"]);
+        s.tables.push(direct(f));
+        s.tables.push(packing(f));
+        if f.cells.iter().any(|c| !c.direct) {
+            s.tables.push(buffered(f));
+        }
+        s.plots.push(Plot::new(
+            "s004-direct",
+            "32 x 4 KiB O_DIRECT readv/writev through FUSE, MB/s",
+            format!(
+                "Bars: median MB/s, whiskers: lowest and highest repetition; a subject whose calls \
+                 failed (EINVAL) has no bar. per-segment: {VECIO_PER_SEGMENT}; vecio --uring: vecio fuse \
+                 --uring; passthrough*: the libfuse examples. Dark dashes: the per-segment figure \
+                 times the seed's gain ({:.1}x readv, {:.1}x writev), where the seed puts {VECIO}.",
+                SEED_READV.1 / SEED_READV.0,
+                SEED_WRITEV.1 / SEED_WRITEV.0
+            ),
+            Chart::Bars(bars(f)),
+        ));
+        for t in &f.targets {
+            match t.target() {
+                Some(target) => s.targets.push(target),
+                None => s
+                    .notes
+                    .push(format!("not judged (not measured): {}", t.what)),
+            }
+        }
+        s.notes.push(
+            "Ratios are medians of per-repetition ratios (both sides measured back to back)."
+                .into(),
+        );
+    }
+
+    /// The seed's results beside vecio's.
+    fn summary(f: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "004";
+        let Some(f) = f else {
+            return vec![
+                SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT writev", "MB/s", "107 -> 480"),
+                SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT readv", "MB/s", "114 -> 569"),
+            ];
+        };
+        let mut out = Vec::new();
+        for op in [Op::Writev, Op::Readv] {
+            let (before, after) = seed_figures(op);
+            let gain = packed_gain(f, op);
+            let (peer_ratio, peer_target) = verdict(f, op, "libfuse");
+            out.push(SummaryRow {
+                seed,
+                result: format!("32 x 4 KiB O_DIRECT {}", op.name()),
+                unit: "MB/s",
+                seed_figure: format!("{before:.0} -> {after:.0}"),
+                vecio: vecio_mb(f, op),
+                peer: best_peer(f, op),
+                ratio: peer_ratio,
+                target: peer_target,
+            });
+            let (_, gain_target) = verdict(f, op, "packed / per-segment");
+            out.push(SummaryRow {
+                seed,
+                result: format!("{}: packed/per-segment", op.name()),
+                unit: "x",
+                seed_figure: format!("{:.1}", after / before),
+                vecio: num(gain, 2),
+                peer: "-".into(),
+                ratio: None,
+                target: gain_target,
+            });
+            let (native_ratio, native_target) = verdict(f, op, "vs native");
+            let native = cell(&f.cells, NATIVE, op, true).and_then(|c| c.mb_s);
+            out.push(SummaryRow {
+                seed,
+                result: format!("{}: vecio fuse vs native", op.name()),
+                unit: "MB/s",
+                seed_figure: "-".into(),
+                vecio: vecio_mb(f, op),
+                peer: native.map_or("-".into(), |s| format!("{:.0} native", s.median)),
+                ratio: native_ratio,
+                target: native_target,
+            });
+        }
+        out
+    }
+
+    /// Its figures: MB/s per subject, operation, O_DIRECT or buffered.
+    fn metrics(&self) -> Vec<Metric> {
+        let f = self;
+        let mut out = Vec::new();
+        for c in &f.cells {
+            // A failed cell (EINVAL from a libfuse example) has no figure to compare.
+            if let Some(s) = &c.mb_s {
+                let how = if c.direct { "O_DIRECT" } else { "buffered" };
+                let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
+                out.push(Metric::of(Fuse::KEY, name, s, true));
+            }
+        }
+        out
+    }
+}
+
 /// Both operations, in table order.
 const OPS: [Op; 2] = [Op::Readv, Op::Writev];
 
@@ -42,62 +168,6 @@ fn seed_figures(op: Op) -> (f64, f64) {
         Op::Readv => SEED_READV,
         Op::Writev => SEED_WRITEV,
     }
-}
-
-/// The section.
-pub(super) fn section(f: &FuseReport, setup: Option<&Setup>, s: &mut Section) {
-    let mut extra = vec![
-        (
-            "workload".to_string(),
-            format!(
-                "{} MiB file, 32 x 4 KiB per call, one thread, {:.1} s per measurement, {} \
-                 repetition(s)",
-                f.size >> 20,
-                f.runtime_s,
-                f.repeat
-            ),
-        ),
-        (
-            "FUSE".to_string(),
-            format!(
-                "the kernel allows {} pages per request (max_pages_limit)",
-                f.max_pages_limit
-            ),
-        ),
-    ];
-    if let Err(why) = &f.libfuse {
-        extra.push(("libfuse examples".into(), format!("not measured: {why}")));
-    }
-    s.setup = lines(setup, &f.meta, extra, &["libfuse"]);
-    s.tables.push(direct(f));
-    s.tables.push(packing(f));
-    if f.cells.iter().any(|c| !c.direct) {
-        s.tables.push(buffered(f));
-    }
-    s.plots.push(Plot::new(
-        "s004-direct",
-        "32 x 4 KiB O_DIRECT readv/writev through FUSE, MB/s",
-        format!(
-            "Bars: median MB/s, whiskers: lowest and highest repetition; a subject whose calls \
-             failed (EINVAL) has no bar. per-segment: {VECIO_PER_SEGMENT}; vecio --uring: vecio fuse \
-             --uring; passthrough*: the libfuse examples. Dark dashes: the per-segment figure \
-             times the seed's gain ({:.1}x readv, {:.1}x writev), where the seed puts {VECIO}.",
-            SEED_READV.1 / SEED_READV.0,
-            SEED_WRITEV.1 / SEED_WRITEV.0
-        ),
-        Chart::Bars(bars(f)),
-    ));
-    for t in &f.targets {
-        match t.target() {
-            Some(target) => s.targets.push(target),
-            None => s
-                .notes
-                .push(format!("not judged (not measured): {}", t.what)),
-        }
-    }
-    s.notes.push(
-        "Ratios are medians of per-repetition ratios (both sides measured back to back).".into(),
-    );
 }
 
 /// The cell of `subject`, `op`, direct or not, as a table cell: its MB/s with its JSON pointer,
@@ -295,69 +365,4 @@ fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>)
     };
     let v = t.met().map(|met| Verdict { want, met });
     (t.got, v)
-}
-
-/// The seed's results beside vecio's.
-pub(super) fn summary(f: Option<&FuseReport>) -> Vec<SummaryRow> {
-    let seed = "004";
-    let Some(f) = f else {
-        return vec![
-            SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT writev", "MB/s", "107 -> 480"),
-            SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT readv", "MB/s", "114 -> 569"),
-        ];
-    };
-    let mut out = Vec::new();
-    for op in [Op::Writev, Op::Readv] {
-        let (before, after) = seed_figures(op);
-        let gain = packed_gain(f, op);
-        let (peer_ratio, peer_target) = verdict(f, op, "libfuse");
-        out.push(SummaryRow {
-            seed,
-            result: format!("32 x 4 KiB O_DIRECT {}", op.name()),
-            unit: "MB/s",
-            seed_figure: format!("{before:.0} -> {after:.0}"),
-            vecio: vecio_mb(f, op),
-            peer: best_peer(f, op),
-            ratio: peer_ratio,
-            target: peer_target,
-        });
-        let (_, gain_target) = verdict(f, op, "packed / per-segment");
-        out.push(SummaryRow {
-            seed,
-            result: format!("{}: packed/per-segment", op.name()),
-            unit: "x",
-            seed_figure: format!("{:.1}", after / before),
-            vecio: num(gain, 2),
-            peer: "-".into(),
-            ratio: None,
-            target: gain_target,
-        });
-        let (native_ratio, native_target) = verdict(f, op, "vs native");
-        let native = cell(&f.cells, NATIVE, op, true).and_then(|c| c.mb_s);
-        out.push(SummaryRow {
-            seed,
-            result: format!("{}: vecio fuse vs native", op.name()),
-            unit: "MB/s",
-            seed_figure: "-".into(),
-            vecio: vecio_mb(f, op),
-            peer: native.map_or("-".into(), |s| format!("{:.0} native", s.median)),
-            ratio: native_ratio,
-            target: native_target,
-        });
-    }
-    out
-}
-
-/// Its figures: MB/s per subject, operation, O_DIRECT or buffered.
-pub(super) fn metrics(f: &FuseReport) -> Vec<Metric> {
-    let mut out = Vec::new();
-    for c in &f.cells {
-        // A failed cell (EINVAL from a libfuse example) has no figure to compare.
-        if let Some(s) = &c.mb_s {
-            let how = if c.direct { "O_DIRECT" } else { "buffered" };
-            let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
-            out.push(Metric::of(Fuse::KEY, name, s, true));
-        }
-    }
-    out
 }

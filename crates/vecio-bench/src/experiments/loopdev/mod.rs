@@ -28,7 +28,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::options::{parse_size, Common, Source};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::experiments::loopdev::cachecurve::{CachePoint, CacheSampler};
 use crate::harness::diskstat::DiskProbe;
 use crate::harness::fio::{FioEngine, FioJob, FioResult};
@@ -37,7 +37,6 @@ use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::{find_program, ServerProcess};
-use crate::harness::setup::Setup;
 use crate::harness::stats::{median, paired_median, Summary};
 use vecio_host::pagecache::{self, CacheSnapshot};
 
@@ -113,18 +112,6 @@ impl Experiment for Loop {
 
     fn run(opts: &LoopOptions, env: &Env) -> Result<LoopReport> {
         run(opts, &env.vecio)
-    }
-
-    fn section(r: &LoopReport, setup: Option<&Setup>, s: &mut Section) {
-        view::section(r, setup, s)
-    }
-
-    fn summary(r: Option<&LoopReport>) -> Vec<SummaryRow> {
-        view::summary(r)
-    }
-
-    fn metrics(r: &LoopReport) -> Vec<Metric> {
-        view::metrics(r)
     }
 }
 

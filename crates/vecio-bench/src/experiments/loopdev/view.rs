@@ -6,57 +6,117 @@ use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart, Line, Lines, XTi
 use crate::experiment::section::{at_least, at_most, Plot};
 use crate::experiment::seed::claim;
 use crate::experiment::table::{change, change_num, num, Cell, DataTable};
-use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
 use crate::harness::setup::{lines, Setup};
 
+/// Seed 001, as this experiment re-measures it.
 pub(super) const SEED: Seed = Seed {
-        id: "001",
-        title: "loop device with direct and async I/O (2015): no double caching, fewer switches",
-        file: "001_bce926be3a1aae53.txt",
-        date: "2015-08-06",
-        author: "Ming Lei, linux-kernel: \"[PATCH v9 6/6] block: loop: support DIO & AIO\"",
-        headline: "a loop device doing direct, asynchronous I/O on its file: page cache after a \
-                   run ~10% instead of >55%, fewer context switches, IOPS equal or better",
-        method: "One image served over NBD by vecio nbd (direct + io_uring, and buffered), \
-                 qemu-nbd and nbdkit; fio's nbd engine runs 4 KiB random and 128 KiB sequential \
-                 jobs at depth 32; fio's own io_uring O_DIRECT on the file is the limit. The \
-                 image's pages in the page cache are sampled while each job runs.",
-        claims: &[
-            claim("base |240 |8705 |3763 |20914 / base+loop aio |242 |9258 |4577 |21451 (IOPS, 16 jobs)", "dio+aio/base 1.01x, 1.06x, 1.22x, 1.03x"),
-            claim("context switch decreased by ~16% with loop aio for randread, and decreased by ~33% for read", "-16%, -33%"),
-            claim("After these four tests with loop aio: ~10% memory becomes used", "~10%"),
-            claim("After these four tests without loop aio: more than 55% memory becomes used", ">55%"),
-        ],
-    };
+    id: "001",
+    title: "loop device with direct and async I/O (2015): no double caching, fewer switches",
+    file: "001_bce926be3a1aae53.txt",
+    date: "2015-08-06",
+    author: "Ming Lei, linux-kernel: \"[PATCH v9 6/6] block: loop: support DIO & AIO\"",
+    headline: "a loop device doing direct, asynchronous I/O on its file: page cache after a \
+               run ~10% instead of >55%, fewer context switches, IOPS equal or better",
+    method: "One image served over NBD by vecio nbd (direct + io_uring, and buffered), \
+             qemu-nbd and nbdkit; fio's nbd engine runs 4 KiB random and 128 KiB sequential \
+             jobs at depth 32; fio's own io_uring O_DIRECT on the file is the limit. The \
+             image's pages in the page cache are sampled while each job runs.",
+    claims: &[
+        claim("base |240 |8705 |3763 |20914 / base+loop aio |242 |9258 |4577 |21451 (IOPS, 16 jobs)", "dio+aio/base 1.01x, 1.06x, 1.22x, 1.03x"),
+        claim("context switch decreased by ~16% with loop aio for randread, and decreased by ~33% for read", "-16%, -33%"),
+        claim("After these four tests with loop aio: ~10% memory becomes used", "~10%"),
+        claim("After these four tests without loop aio: more than 55% memory becomes used", ">55%"),
+    ],
+};
 
-const MIB: f64 = (1u64 << 20) as f64;
+impl View for LoopReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let l = self;
+        let mut extra = vec![(
+            "workload".to_string(),
+            format!(
+                "{} MiB image, {} in flight, {:.1} s per measurement, {} repetition(s)",
+                l.size >> 20,
+                l.depth,
+                l.runtime_s,
+                l.repeat
+            ),
+        )];
+        extra.extend(tls::view::setup_line(&l.tls));
+        let tools = ["fio", "libnbd", "qemu-nbd", "nbdkit"];
+        s.setup = lines(setup, &l.meta, extra, &tools);
+        s.tables.push(throughput(l));
+        s.tables.push(cache(l));
+        s.tables.push(beside_seed(l));
+        s.tables.extend(tls::view::table(&l.tls));
+        s.plots = plots(l);
+        s.targets = targets(l);
+        for k in &l.skipped {
+            s.notes
+                .push(format!("skipped {}: {}", k.subject.name(), k.reason));
+        }
+    }
 
-/// The section.
-pub(super) fn section(l: &LoopReport, setup: Option<&Setup>, s: &mut Section) {
-    let mut extra = vec![(
-        "workload".to_string(),
-        format!(
-            "{} MiB image, {} in flight, {:.1} s per measurement, {} repetition(s)",
-            l.size >> 20,
-            l.depth,
-            l.runtime_s,
-            l.repeat
-        ),
-    )];
-    extra.extend(tls::view::setup_line(&l.tls));
-    let tools = ["fio", "libnbd", "qemu-nbd", "nbdkit"];
-    s.setup = lines(setup, &l.meta, extra, &tools);
-    s.tables.push(throughput(l));
-    s.tables.push(cache(l));
-    s.tables.push(beside_seed(l));
-    s.tables.extend(tls::view::table(&l.tls));
-    s.plots = plots(l);
-    s.targets = targets(l);
-    for k in &l.skipped {
-        s.notes
-            .push(format!("skipped {}: {}", k.subject.name(), k.reason));
+    /// The seed's results beside vecio's.
+    fn summary(l: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "001";
+        let Some(l) = l else {
+            return vec![SummaryRow::missing(
+                seed,
+                "4k randread: direct vs qemu-nbd",
+                "IOPS",
+                "-",
+            )];
+        };
+        let job = Job::RandRead4k;
+        let iops = |s| l.cell(s, job).map(|c| c.iops.median);
+        let fmt_iops = |v: Option<f64>, who: &str| {
+            v.map_or("-".into(), |v| format!("{v:.0} {who}").trim().to_string())
+        };
+        let mut out = Vec::new();
+        // The seed's own 1.01x compares its loop dio+aio against its buffered base, not against
+        // another server: it stands beside that comparison in the section's "beside the seed"
+        // table, not here.
+        for (peer, who, seed_figure, want) in [
+            (Subject::QemuNbd, "qemu-nbd", "-", 1.5),
+            (Subject::FioDirect, "fio", "-", 0.8),
+        ] {
+            let ratio = l.ratio(job, Subject::VecioDirect, peer);
+            out.push(SummaryRow {
+                seed,
+                result: format!("4k randread: direct vs {who}"),
+                unit: "IOPS",
+                seed_figure: seed_figure.into(),
+                vecio: fmt_iops(iops(Subject::VecioDirect), ""),
+                peer: fmt_iops(iops(peer), who),
+                ratio,
+                target: at_least(ratio, want, "x"),
+            });
+        }
+        out.extend(cache_rows(l, seed));
+        out.extend(tls::view::summary(&l.tls));
+        out
+    }
+
+    /// Its figures: IOPS or MB/s per job and subject, and the TLS rows'.
+    fn metrics(&self) -> Vec<Metric> {
+        let l = self;
+        let mut out = Vec::new();
+        for c in &l.cells {
+            let name = format!("{} / {} {}", c.job.name(), c.name, c.job.unit());
+            out.push(Metric::of(Loop::KEY, name, c.figure(), true));
+        }
+        for c in &l.tls.cells {
+            let how = if c.tls { "TLS" } else { "plain" };
+            let name = format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit());
+            out.push(Metric::of(Loop::KEY, name, c.figure(), true));
+        }
+        out
     }
 }
+
+const MIB: f64 = (1u64 << 20) as f64;
 
 /// The throughput bars (4 KiB and 128 KiB jobs) and each job's page-cache curve.
 fn plots(l: &LoopReport) -> Vec<Plot> {
@@ -271,47 +331,6 @@ fn cache_curves(l: &LoopReport, job: Job) -> Lines {
     }
 }
 
-/// The seed's results beside vecio's.
-pub(super) fn summary(l: Option<&LoopReport>) -> Vec<SummaryRow> {
-    let seed = "001";
-    let Some(l) = l else {
-        return vec![SummaryRow::missing(
-            seed,
-            "4k randread: direct vs qemu-nbd",
-            "IOPS",
-            "-",
-        )];
-    };
-    let job = Job::RandRead4k;
-    let iops = |s| l.cell(s, job).map(|c| c.iops.median);
-    let fmt_iops = |v: Option<f64>, who: &str| {
-        v.map_or("-".into(), |v| format!("{v:.0} {who}").trim().to_string())
-    };
-    let mut out = Vec::new();
-    // The seed's own 1.01x compares its loop dio+aio against its buffered base, not against
-    // another server: it stands beside that comparison in the section's "beside the seed"
-    // table, not here.
-    for (peer, who, seed_figure, want) in [
-        (Subject::QemuNbd, "qemu-nbd", "-", 1.5),
-        (Subject::FioDirect, "fio", "-", 0.8),
-    ] {
-        let ratio = l.ratio(job, Subject::VecioDirect, peer);
-        out.push(SummaryRow {
-            seed,
-            result: format!("4k randread: direct vs {who}"),
-            unit: "IOPS",
-            seed_figure: seed_figure.into(),
-            vecio: fmt_iops(iops(Subject::VecioDirect), ""),
-            peer: fmt_iops(iops(peer), who),
-            ratio,
-            target: at_least(ratio, want, "x"),
-        });
-    }
-    out.extend(cache_rows(l, seed));
-    out.extend(tls::view::summary(&l.tls));
-    out
-}
-
 /// The page-cache and context-switch rows: how much of the image the worst job left cached
 /// (vecio direct beside qemu-nbd), and direct against buffered context switches.
 fn cache_rows(l: &LoopReport, seed: &'static str) -> Vec<SummaryRow> {
@@ -398,21 +417,6 @@ pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
         });
     }
     out.extend(tls::view::targets(&r.tls));
-    out
-}
-
-/// Its figures: IOPS or MB/s per job and subject, and the TLS rows'.
-pub(super) fn metrics(l: &LoopReport) -> Vec<Metric> {
-    let mut out = Vec::new();
-    for c in &l.cells {
-        let name = format!("{} / {} {}", c.job.name(), c.name, c.job.unit());
-        out.push(Metric::of(Loop::KEY, name, c.figure(), true));
-    }
-    for c in &l.tls.cells {
-        let how = if c.tls { "TLS" } else { "plain" };
-        let name = format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit());
-        out.push(Metric::of(Loop::KEY, name, c.figure(), true));
-    }
     out
 }
 
@@ -508,7 +512,7 @@ mod tests {
 
     fn shown(r: &LoopReport) -> Section {
         let mut s = Section::new(Loop::KEY, &SEED);
-        section(r, None, &mut s);
+        r.section(None, &mut s);
         s
     }
 

@@ -25,12 +25,11 @@ use vecio::{
 };
 
 use crate::experiment::options::{parse_count, parse_size, Common};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::experiments::nowait::zipf::Zipf;
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::setup::Setup;
 use crate::harness::stats::Summary;
 use vecio_host::pagecache;
 
@@ -90,18 +89,6 @@ impl Experiment for Nowait {
 
     fn run(opts: &NowaitOptions, _env: &Env) -> Result<NowaitReport> {
         run(opts)
-    }
-
-    fn section(r: &NowaitReport, setup: Option<&Setup>, s: &mut Section) {
-        view::section(r, setup, s)
-    }
-
-    fn summary(r: Option<&NowaitReport>) -> Vec<SummaryRow> {
-        view::summary(r)
-    }
-
-    fn metrics(r: &NowaitReport) -> Vec<Metric> {
-        view::metrics(r)
     }
 }
 

@@ -6,7 +6,7 @@ use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart, Line, Lines, XTi
 use crate::experiment::section::{at_least, at_most, div, Plot, Verdict};
 use crate::experiment::seed::claim;
 use crate::experiment::table::{change_num, num, Cell, DataTable};
-use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
 use crate::harness::setup::{lines, Setup};
 
 /// Seed 002, as the event-loop experiment re-measures it (the tokio experiment starts from it).
@@ -40,45 +40,109 @@ pub const SEED: Seed = Seed {
     ],
 };
 
+impl View for NowaitReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let n = self;
+        let extra = vec![(
+            "workload".to_string(),
+            format!(
+                "16 KiB buffered reads, {} in flight, pool of {} threads; f1 {} MiB mostly cached, \
+                 f2 and f3 {} MiB; {:.1} s x {} per cell",
+                n.depth,
+                n.threads,
+                n.medium >> 20,
+                n.large >> 20,
+                n.runtime_s,
+                n.repeat
+            ),
+        )];
+        s.setup = lines(setup, &n.meta, extra, &[]);
+        s.tables.push(raw(n));
+        s.tables.push(cells(n));
+        s.plots.push(Plot::new(
+            "s002-throughput",
+            "MB/s per workload and configuration",
+            "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: pool only \
+             times the seed's bandwidth ratio (1.02x: fast reads left bandwidth as it was).",
+            Chart::Bars(bars(n)),
+        ));
+        for (wi, w) in n.workloads.iter().enumerate() {
+            s.plots.push(Plot::new(
+                format!("s002-latency-{wi}"),
+                format!("Latency percentiles: {}", w.name),
+                "Latency of every request from issue to completion, by percentile (log scale); the \
+                 rightmost point is the slowest request.",
+                Chart::Lines(curves(w.name.as_str(), &w.cells)),
+            ));
+        }
+        s.targets = targets(n);
+    }
+
+    /// The seed's results beside vecio's (the peer: io_uring, the kernel's own async reads).
+    fn summary(n: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "002";
+        let Some(n) = n else {
+            return vec![SummaryRow::missing(
+                seed,
+                "f1 reads under 2 µs: fast read",
+                "%",
+                "70.6",
+            )];
+        };
+        let fast = Config::FastTracked;
+        let pct = |v: Option<f64>| num(v.map(|v| v * 100.0), 1);
+        let mut out = Vec::new();
+        for (w, figure) in [
+            (Workload::F1Cached, "70.6"),
+            (Workload::F3Sequential, "64.0"),
+        ] {
+            let v = lat(n, w, fast).map(|l| l.under_2us);
+            // vecio's own io_uring engine is no peer; no other program runs this workload.
+            out.push(SummaryRow::own(
+                seed,
+                format!(
+                    "{} reads under 2 µs: fast read",
+                    w.name().split(':').next().unwrap_or("")
+                ),
+                "%",
+                figure.into(),
+                pct(v),
+                None,
+            ));
+        }
+        out.extend(latency_rows(n, seed));
+        out
+    }
+
+    /// nowait's figures: MB/s and mean latency per workload and configuration.
+    fn metrics(&self) -> Vec<Metric> {
+        let n = self;
+        let mut out = Vec::new();
+        for w in &n.workloads {
+            for c in &w.cells {
+                let name = format!("{} / {}", w.name, c.config.name());
+                out.push(Metric::of(
+                    Nowait::KEY,
+                    format!("{name} MB/s"),
+                    &c.mb_s,
+                    true,
+                ));
+                // Mean latency at a fixed depth moves with throughput (Little's law): it
+                // shares the cell's spread.
+                out.push(Metric {
+                    name: format!("{name} mean µs"),
+                    value: c.latency.mean_us,
+                    higher_is_better: false,
+                    ..Metric::of(Nowait::KEY, String::new(), &c.mb_s, true)
+                });
+            }
+        }
+        out
+    }
+}
+
 /// The seed's total bandwidth after / before fast reads (177339 / 174669 KB/s).
 const SEED_BANDWIDTH: f64 = 177_339.0 / 174_669.0;
-
-/// The section.
-pub(super) fn section(n: &NowaitReport, setup: Option<&Setup>, s: &mut Section) {
-    let extra = vec![(
-        "workload".to_string(),
-        format!(
-            "16 KiB buffered reads, {} in flight, pool of {} threads; f1 {} MiB mostly cached, \
-             f2 and f3 {} MiB; {:.1} s x {} per cell",
-            n.depth,
-            n.threads,
-            n.medium >> 20,
-            n.large >> 20,
-            n.runtime_s,
-            n.repeat
-        ),
-    )];
-    s.setup = lines(setup, &n.meta, extra, &[]);
-    s.tables.push(raw(n));
-    s.tables.push(cells(n));
-    s.plots.push(Plot::new(
-        "s002-throughput",
-        "MB/s per workload and configuration",
-        "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: pool only \
-         times the seed's bandwidth ratio (1.02x: fast reads left bandwidth as it was).",
-        Chart::Bars(bars(n)),
-    ));
-    for (wi, w) in n.workloads.iter().enumerate() {
-        s.plots.push(Plot::new(
-            format!("s002-latency-{wi}"),
-            format!("Latency percentiles: {}", w.name),
-            "Latency of every request from issue to completion, by percentile (log scale); the \
-             rightmost point is the slowest request.",
-            Chart::Lines(curves(w.name.as_str(), &w.cells)),
-        ));
-    }
-    s.targets = targets(n);
-}
 
 fn raw(n: &NowaitReport) -> DataTable {
     let mut t = DataTable::new(
@@ -224,42 +288,6 @@ fn lat(n: &NowaitReport, w: Workload, c: Config) -> Option<&Latency> {
     cell(n, w, c).map(|x| &x.latency)
 }
 
-/// The seed's results beside vecio's (the peer: io_uring, the kernel's own async reads).
-pub(super) fn summary(n: Option<&NowaitReport>) -> Vec<SummaryRow> {
-    let seed = "002";
-    let Some(n) = n else {
-        return vec![SummaryRow::missing(
-            seed,
-            "f1 reads under 2 µs: fast read",
-            "%",
-            "70.6",
-        )];
-    };
-    let fast = Config::FastTracked;
-    let pct = |v: Option<f64>| num(v.map(|v| v * 100.0), 1);
-    let mut out = Vec::new();
-    for (w, figure) in [
-        (Workload::F1Cached, "70.6"),
-        (Workload::F3Sequential, "64.0"),
-    ] {
-        let v = lat(n, w, fast).map(|l| l.under_2us);
-        // vecio's own io_uring engine is no peer; no other program runs this workload.
-        out.push(SummaryRow::own(
-            seed,
-            format!(
-                "{} reads under 2 µs: fast read",
-                w.name().split(':').next().unwrap_or("")
-            ),
-            "%",
-            figure.into(),
-            pct(v),
-            None,
-        ));
-    }
-    out.extend(latency_rows(n, seed));
-    out
-}
-
 /// The latency and bandwidth rows: fast read's p50 against raw preadv2, the mix's mean latency
 /// against the pool, and uncached bandwidth against the pool.
 fn latency_rows(n: &NowaitReport, seed: &'static str) -> Vec<SummaryRow> {
@@ -351,31 +379,6 @@ pub(super) fn targets(r: &NowaitReport) -> Vec<Target> {
             ),
             met: ratio >= 0.97,
         });
-    }
-    out
-}
-
-/// nowait's figures: MB/s and mean latency per workload and configuration.
-pub(super) fn metrics(n: &NowaitReport) -> Vec<Metric> {
-    let mut out = Vec::new();
-    for w in &n.workloads {
-        for c in &w.cells {
-            let name = format!("{} / {}", w.name, c.config.name());
-            out.push(Metric::of(
-                Nowait::KEY,
-                format!("{name} MB/s"),
-                &c.mb_s,
-                true,
-            ));
-            // Mean latency at a fixed depth moves with throughput (Little's law): it
-            // shares the cell's spread.
-            out.push(Metric {
-                name: format!("{name} mean µs"),
-                value: c.latency.mean_us,
-                higher_is_better: false,
-                ..Metric::of(Nowait::KEY, String::new(), &c.mb_s, true)
-            });
-        }
     }
     out
 }

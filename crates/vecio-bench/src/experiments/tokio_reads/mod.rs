@@ -12,8 +12,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::experiment::options::{parse_count, parse_size, Common};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
-use crate::harness::setup::Setup;
+use crate::experiment::{Env, Experiment, Preset, Seed};
 
 mod run;
 mod uring_path;
@@ -81,17 +80,5 @@ impl Experiment for Tokio {
 
     fn run(opts: &TokioOptions, _env: &Env) -> Result<TokioReport> {
         run(opts)
-    }
-
-    fn section(r: &TokioReport, setup: Option<&Setup>, s: &mut Section) {
-        view::section(r, setup, s)
-    }
-
-    fn summary(r: Option<&TokioReport>) -> Vec<SummaryRow> {
-        view::summary(r)
-    }
-
-    fn metrics(r: &TokioReport) -> Vec<Metric> {
-        view::metrics(r)
     }
 }

@@ -5,7 +5,7 @@ use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{at_least, at_most, div, Plot};
 use crate::experiment::seed::claim;
 use crate::experiment::table::{num, Cell as TableCell, DataTable};
-use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
 use crate::experiments::nowait;
 use crate::harness::setup::{lines, Setup};
 use crate::harness::stats::Summary;
@@ -32,40 +32,108 @@ pub(super) const SEED: Seed = Seed {
     ..nowait::SEED
 };
 
+impl View for TokioReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let r = self;
+        if let Some(meta) = &r.meta {
+            let runtime = if r.current_thread {
+                "current-thread"
+            } else {
+                "multi-thread"
+            };
+            let extra = vec![(
+                "workload".to_string(),
+                format!(
+                    "16 KiB reads, {} tasks, {runtime} runtime; cached file {} MiB, O_DIRECT file {} \
+                     MiB; {:.1} s x {} per cell",
+                    r.tasks,
+                    r.medium >> 20,
+                    r.large >> 20,
+                    r.runtime_s,
+                    r.repeat
+                ),
+            )];
+            s.setup = lines(setup, meta, extra, &[]);
+        }
+        s.tables.push(table(r));
+        s.plots.push(Plot::new(
+            "s002-tokio",
+            "MiB/s per file and path, from tokio tasks",
+            "Bars: median MiB/s, whiskers: lowest and highest repetition.",
+            Chart::Bars(bars(r)),
+        ));
+        s.targets = targets(r);
+    }
+
+    /// The seed's results beside vecio-tokio's, tokio::fs the other program (the mix's latency is
+    /// in the section, beside nowait's in the summary). The O_DIRECT row is in MB/s, the summary's
+    /// unit, where the section's table says MiB/s.
+    fn summary(r: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "002";
+        let Some(r) = r else {
+            return vec![SummaryRow::missing(
+                seed,
+                "tokio cached p50: vecio-tokio/tokio::fs",
+                "x",
+                "-",
+            )];
+        };
+        let get = |sc| cell(r, sc, "tokio::fs").zip(cell(r, sc, "vecio-tokio"));
+        let mut out = Vec::new();
+        if let Some((a, b)) = get("cached") {
+            let ratio = div(Some(b.p50_us), Some(a.p50_us));
+            out.push(SummaryRow::own(
+                seed,
+                format!(
+                    "tokio cached p50: vecio-tokio {:.1} µs/tokio::fs {:.1} µs",
+                    b.p50_us, a.p50_us
+                ),
+                "x",
+                "-".into(),
+                num(ratio, 2),
+                at_most(ratio, 0.2, "x"),
+            ));
+        }
+        if let Some((a, b)) = get("direct") {
+            let ratio = div(Some(median(b)), Some(median(a)));
+            out.push(SummaryRow {
+                seed,
+                result: "tokio O_DIRECT: vecio-tokio vs tokio::fs".into(),
+                unit: "MB/s",
+                seed_figure: "-".into(),
+                vecio: format!("{:.1}", median(b) * MB_PER_MIB),
+                peer: format!("{:.1} tokio::fs", median(a) * MB_PER_MIB),
+                ratio,
+                target: at_least(ratio, 1.5, "x"),
+            });
+        }
+        out
+    }
+
+    /// Its figures: MiB/s (the repetitions' spread) and mean latency per file and path.
+    fn metrics(&self) -> Vec<Metric> {
+        let r = self;
+        let mut out = Vec::new();
+        for c in &r.cells {
+            let Some(mib) = Summary::of(&c.mib_s) else {
+                continue;
+            };
+            let name = format!("{} / {}", c.scenario, c.path);
+            out.push(Metric::of(Tokio::KEY, format!("{name} MiB/s"), &mib, true));
+            // Mean latency at a fixed number of tasks moves with throughput: it shares the spread.
+            out.push(Metric {
+                name: format!("{name} mean µs"),
+                value: c.mean_us,
+                higher_is_better: false,
+                ..Metric::of(Tokio::KEY, String::new(), &mib, true)
+            });
+        }
+        out
+    }
+}
+
 /// The three ways of reading, in table order.
 const PATHS: [&str; 3] = ["tokio::fs", "vecio-tokio", "tokio-uring"];
-
-/// The section.
-pub(super) fn section(r: &TokioReport, setup: Option<&Setup>, s: &mut Section) {
-    if let Some(meta) = &r.meta {
-        let runtime = if r.current_thread {
-            "current-thread"
-        } else {
-            "multi-thread"
-        };
-        let extra = vec![(
-            "workload".to_string(),
-            format!(
-                "16 KiB reads, {} tasks, {runtime} runtime; cached file {} MiB, O_DIRECT file {} \
-                 MiB; {:.1} s x {} per cell",
-                r.tasks,
-                r.medium >> 20,
-                r.large >> 20,
-                r.runtime_s,
-                r.repeat
-            ),
-        )];
-        s.setup = lines(setup, meta, extra, &[]);
-    }
-    s.tables.push(table(r));
-    s.plots.push(Plot::new(
-        "s002-tokio",
-        "MiB/s per file and path, from tokio tasks",
-        "Bars: median MiB/s, whiskers: lowest and highest repetition.",
-        Chart::Bars(bars(r)),
-    ));
-    s.targets = targets(r);
-}
 
 /// The median run's MiB/s (the runs are sorted).
 fn median(c: &Cell) -> f64 {
@@ -157,68 +225,3 @@ fn targets(r: &TokioReport) -> Vec<Target> {
 
 /// MB/s (10^6 bytes/s, the summary's unit) of a figure in MiB/s.
 const MB_PER_MIB: f64 = 1.048_576;
-
-/// The seed's results beside vecio-tokio's, tokio::fs the other program (the mix's latency is
-/// in the section, beside nowait's in the summary). The O_DIRECT row is in MB/s, the summary's
-/// unit, where the section's table says MiB/s.
-pub(super) fn summary(r: Option<&TokioReport>) -> Vec<SummaryRow> {
-    let seed = "002";
-    let Some(r) = r else {
-        return vec![SummaryRow::missing(
-            seed,
-            "tokio cached p50: vecio-tokio/tokio::fs",
-            "x",
-            "-",
-        )];
-    };
-    let get = |sc| cell(r, sc, "tokio::fs").zip(cell(r, sc, "vecio-tokio"));
-    let mut out = Vec::new();
-    if let Some((a, b)) = get("cached") {
-        let ratio = div(Some(b.p50_us), Some(a.p50_us));
-        out.push(SummaryRow::own(
-            seed,
-            format!(
-                "tokio cached p50: vecio-tokio {:.1} µs/tokio::fs {:.1} µs",
-                b.p50_us, a.p50_us
-            ),
-            "x",
-            "-".into(),
-            num(ratio, 2),
-            at_most(ratio, 0.2, "x"),
-        ));
-    }
-    if let Some((a, b)) = get("direct") {
-        let ratio = div(Some(median(b)), Some(median(a)));
-        out.push(SummaryRow {
-            seed,
-            result: "tokio O_DIRECT: vecio-tokio vs tokio::fs".into(),
-            unit: "MB/s",
-            seed_figure: "-".into(),
-            vecio: format!("{:.1}", median(b) * MB_PER_MIB),
-            peer: format!("{:.1} tokio::fs", median(a) * MB_PER_MIB),
-            ratio,
-            target: at_least(ratio, 1.5, "x"),
-        });
-    }
-    out
-}
-
-/// Its figures: MiB/s (the repetitions' spread) and mean latency per file and path.
-pub(super) fn metrics(r: &TokioReport) -> Vec<Metric> {
-    let mut out = Vec::new();
-    for c in &r.cells {
-        let Some(mib) = Summary::of(&c.mib_s) else {
-            continue;
-        };
-        let name = format!("{} / {}", c.scenario, c.path);
-        out.push(Metric::of(Tokio::KEY, format!("{name} MiB/s"), &mib, true));
-        // Mean latency at a fixed number of tasks moves with throughput: it shares the spread.
-        out.push(Metric {
-            name: format!("{name} mean µs"),
-            value: c.mean_us,
-            higher_is_better: false,
-            ..Metric::of(Tokio::KEY, String::new(), &mib, true)
-        });
-    }
-    out
-}

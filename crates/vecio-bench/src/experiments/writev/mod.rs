@@ -17,12 +17,11 @@ use serde::{Deserialize, Serialize};
 use vecio::{Direct, Engine, EngineKind, File, PagePool};
 
 use crate::experiment::options::{parse_size, Common, Source};
-use crate::experiment::{Env, Experiment, Metric, Preset, Section, Seed, SummaryRow};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::harness::fio::{FioEngine, FioJob, FioResult, FioRw};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::setup::Setup;
 use crate::harness::stats::{median, paired_median, Summary};
 use measure::measure;
 
@@ -89,18 +88,6 @@ impl Experiment for Writev {
 
     fn run(opts: &WritevOptions, _env: &Env) -> Result<WritevReport> {
         run(opts)
-    }
-
-    fn section(r: &WritevReport, setup: Option<&Setup>, s: &mut Section) {
-        view::section(r, setup, s)
-    }
-
-    fn summary(r: Option<&WritevReport>) -> Vec<SummaryRow> {
-        view::summary(r)
-    }
-
-    fn metrics(r: &WritevReport) -> Vec<Metric> {
-        view::metrics(r)
     }
 }
 

@@ -7,60 +7,139 @@ use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{at_least, div, Plot};
 use crate::experiment::seed::claim;
 use crate::experiment::table::{num, Cell, DataTable};
-use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
 use crate::harness::setup::{lines, Setup};
 use crate::harness::stats::median;
 
+/// Seed 000, as this experiment re-measures it.
 pub(super) const SEED: Seed = Seed {
-        id: "000",
-        title: "readv/writev rework (2002): submit every segment, then wait on the lot",
-        file: "000_7dcf0df396dbfddb.txt",
-        date: "2002-09-11",
-        author: "Andrew Morton, linux-kernel: \"[patch] readv/writev rework\"",
-        headline: "O_DIRECT writev of 8 x 4 KiB segments, all submitted before waiting: random \
-                   8.7x, sequential 6.6x faster; readv sys time 5x lower",
-        method: "32 KiB requests as 8 x 4 KiB O_DIRECT segments, one request at a time: vecio's \
-                 serial engine (one call per segment, waited on: the seed's before) against sync \
-                 (preadv2/pwritev2) and uring (one io_uring_enter), beside fio bs=4k and bs=32k psync.",
-        claims: &[
-            claim("Random writev 8.7 times faster", "8.7x"),
-            claim("Sequential writev 6.6 times faster", "6.6x"),
-            claim("Random readv not faster, but sys time improves 5x", "sys 5.2x"),
-            claim("Random mixed I/O 5 times faster", "5.1x"),
-            claim("Sequential mixed I/O 6.6 times faster", "6.6x"),
-            claim("Each raw readv or writev was for 32K (4k x 8).", "32 KiB = 8 x 4 KiB"),
-        ],
-    };
+    id: "000",
+    title: "readv/writev rework (2002): submit every segment, then wait on the lot",
+    file: "000_7dcf0df396dbfddb.txt",
+    date: "2002-09-11",
+    author: "Andrew Morton, linux-kernel: \"[patch] readv/writev rework\"",
+    headline: "O_DIRECT writev of 8 x 4 KiB segments, all submitted before waiting: random \
+               8.7x, sequential 6.6x faster; readv sys time 5x lower",
+    method: "32 KiB requests as 8 x 4 KiB O_DIRECT segments, one request at a time: vecio's \
+             serial engine (one call per segment, waited on: the seed's before) against sync \
+             (preadv2/pwritev2) and uring (one io_uring_enter), beside fio bs=4k and bs=32k psync.",
+    claims: &[
+        claim("Random writev 8.7 times faster", "8.7x"),
+        claim("Sequential writev 6.6 times faster", "6.6x"),
+        claim(
+            "Random readv not faster, but sys time improves 5x",
+            "sys 5.2x",
+        ),
+        claim("Random mixed I/O 5 times faster", "5.1x"),
+        claim("Sequential mixed I/O 6.6 times faster", "6.6x"),
+        claim(
+            "Each raw readv or writev was for 32K (4k x 8).",
+            "32 KiB = 8 x 4 KiB",
+        ),
+    ],
+};
+
+impl View for WritevReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let w = self;
+        let extra = vec![(
+            "workload".to_string(),
+            format!(
+                "{} MiB covered, {:.1} s per measurement, {} repetition(s)",
+                w.size >> 20,
+                w.runtime_s,
+                w.repeat
+            ),
+        )];
+        s.setup = lines(setup, &w.meta, extra, &["fio"]);
+        s.tables.push(throughput(w));
+        s.tables.push(cpu(w));
+        s.plots.push(Plot::new(
+            "s000-throughput",
+            "Throughput per engine, 32 KiB = 8 x 4 KiB O_DIRECT",
+            "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: the serial \
+             engine's figure times the seed's speedup, where the seed puts the batched engines.",
+            Chart::Bars(bars(w)),
+        ));
+        s.targets = targets(w);
+        s.notes.push(
+            "Ratios are medians of per-repetition ratios (both sides measured back to back)."
+                .into(),
+        );
+    }
+
+    /// The seed's results beside vecio's.
+    fn summary(w: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "000";
+        let Some(w) = w else {
+            return vec![SummaryRow::missing(
+                seed,
+                "random writev: uring/serial",
+                "x",
+                "8.8",
+            )];
+        };
+        let row = |x: Row| w.rows.iter().find(|f| f.row == x);
+        let mut out = Vec::new();
+        for x in [
+            Row::RandomWritev,
+            Row::SequentialWritev,
+            Row::RandomMixed,
+            Row::SequentialMixed,
+        ] {
+            let Some(f) = row(x) else { continue };
+            let v = f.ratio(EngineKind::Uring, EngineKind::Serial);
+            // fio's 32k/4k ratio is fio's own ratio, not a program measured beside vecio: it
+            // stays in the section's table, not in the summary's peer column.
+            let target = (x == Row::RandomWritev)
+                .then(|| at_least(v, 4.0, "x"))
+                .flatten();
+            out.push(SummaryRow::own(
+                seed,
+                format!("{}: uring/serial", x.name()),
+                "x",
+                format!("{:.1}", x.seed_speedup()),
+                num(v, 2),
+                target,
+            ));
+        }
+        if let Some(f) = row(Row::RandomReadv) {
+            let v = div(sys_us(f, EngineKind::Serial), sys_us(f, EngineKind::Uring));
+            out.push(SummaryRow::own(
+                seed,
+                "random readv sys time: serial/uring".into(),
+                "x",
+                format!("{:.1}", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0)),
+                num(v, 2),
+                None,
+            ));
+        }
+        out.extend(row(Row::RandomWritev).map(|f| fio_row(f, seed)));
+        out
+    }
+
+    /// writev's figures: MB/s per row and engine, and fio's.
+    fn metrics(&self) -> Vec<Metric> {
+        let w = self;
+        let mut out = Vec::new();
+        for row in &w.rows {
+            for e in &row.engines {
+                let name = format!("{} / {} MB/s", row.name, e.engine);
+                out.push(Metric::of(Writev::KEY, name, &e.mb_s, true));
+            }
+            for (job, f) in [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)] {
+                if let Some(f) = f {
+                    let name = format!("{} / {job} MB/s", row.name);
+                    out.push(Metric::of(Writev::KEY, name, &f.mb_s, true));
+                }
+            }
+        }
+        out
+    }
+}
 
 /// The engines in table order.
 const ENGINES: [EngineKind; 3] = [EngineKind::Serial, EngineKind::Sync, EngineKind::Uring];
-
-/// The section.
-pub(super) fn section(w: &WritevReport, setup: Option<&Setup>, s: &mut Section) {
-    let extra = vec![(
-        "workload".to_string(),
-        format!(
-            "{} MiB covered, {:.1} s per measurement, {} repetition(s)",
-            w.size >> 20,
-            w.runtime_s,
-            w.repeat
-        ),
-    )];
-    s.setup = lines(setup, &w.meta, extra, &["fio"]);
-    s.tables.push(throughput(w));
-    s.tables.push(cpu(w));
-    s.plots.push(Plot::new(
-        "s000-throughput",
-        "Throughput per engine, 32 KiB = 8 x 4 KiB O_DIRECT",
-        "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: the serial \
-         engine's figure times the seed's speedup, where the seed puts the batched engines.",
-        Chart::Bars(bars(w)),
-    ));
-    s.targets = targets(w);
-    s.notes.push(
-        "Ratios are medians of per-repetition ratios (both sides measured back to back).".into(),
-    );
-}
 
 fn engine_index(row: &RowFigures, k: EngineKind) -> Option<usize> {
     row.engines.iter().position(|e| e.engine == k.name())
@@ -216,56 +295,6 @@ fn bars(w: &WritevReport) -> Bars {
     }
 }
 
-/// The seed's results beside vecio's.
-pub(super) fn summary(w: Option<&WritevReport>) -> Vec<SummaryRow> {
-    let seed = "000";
-    let Some(w) = w else {
-        return vec![SummaryRow::missing(
-            seed,
-            "random writev: uring/serial",
-            "x",
-            "8.8",
-        )];
-    };
-    let row = |x: Row| w.rows.iter().find(|f| f.row == x);
-    let mut out = Vec::new();
-    for x in [
-        Row::RandomWritev,
-        Row::SequentialWritev,
-        Row::RandomMixed,
-        Row::SequentialMixed,
-    ] {
-        let Some(f) = row(x) else { continue };
-        let v = f.ratio(EngineKind::Uring, EngineKind::Serial);
-        // fio's 32k/4k ratio is fio's own ratio, not a program measured beside vecio: it
-        // stays in the section's table, not in the summary's peer column.
-        let target = (x == Row::RandomWritev)
-            .then(|| at_least(v, 4.0, "x"))
-            .flatten();
-        out.push(SummaryRow::own(
-            seed,
-            format!("{}: uring/serial", x.name()),
-            "x",
-            format!("{:.1}", x.seed_speedup()),
-            num(v, 2),
-            target,
-        ));
-    }
-    if let Some(f) = row(Row::RandomReadv) {
-        let v = div(sys_us(f, EngineKind::Serial), sys_us(f, EngineKind::Uring));
-        out.push(SummaryRow::own(
-            seed,
-            "random readv sys time: serial/uring".into(),
-            "x",
-            format!("{:.1}", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0)),
-            num(v, 2),
-            None,
-        ));
-    }
-    out.extend(row(Row::RandomWritev).map(|f| fio_row(f, seed)));
-    out
-}
-
 /// Random writev's MB/s through vecio's io_uring engine beside fio's 32k psync on the same file.
 fn fio_row(f: &RowFigures, seed: &'static str) -> SummaryRow {
     let v = engine_index(f, EngineKind::Uring).map(|i| f.engines[i].mb_s.median);
@@ -322,24 +351,6 @@ pub(super) fn targets(report: &WritevReport) -> Vec<Target> {
                 text: format!("random writev uring/serial: {ratio:.2}x (want >= 4x; seed 8.7x)"),
                 met: ratio >= 4.0,
             });
-        }
-    }
-    out
-}
-
-/// writev's figures: MB/s per row and engine, and fio's.
-pub(super) fn metrics(w: &WritevReport) -> Vec<Metric> {
-    let mut out = Vec::new();
-    for row in &w.rows {
-        for e in &row.engines {
-            let name = format!("{} / {} MB/s", row.name, e.engine);
-            out.push(Metric::of(Writev::KEY, name, &e.mb_s, true));
-        }
-        for (job, f) in [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)] {
-            if let Some(f) = f {
-                let name = format!("{} / {job} MB/s", row.name);
-                out.push(Metric::of(Writev::KEY, name, &f.mb_s, true));
-            }
         }
     }
     out

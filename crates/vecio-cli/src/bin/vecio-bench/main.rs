@@ -7,10 +7,10 @@
 
 #[path = "../../errors.rs"]
 mod errors;
+#[path = "../../logging.rs"]
+mod logging;
 mod run;
 mod stop;
-
-use std::io::IsTerminal;
 
 use clap::{Arg, Command};
 use vecio_bench::experiment::Preset;
@@ -27,7 +27,7 @@ fn main() {
         "vecio-bench"
     };
     let m = command(name).get_matches();
-    init_logging();
+    logging::init(false);
     if let Err(e) = run::run(&m) {
         if stop::stopping() {
             // A signal is being handled: its thread cleans up and exits with its own status.
@@ -124,17 +124,4 @@ fn positional(name: &'static str, help: &'static str) -> Arg {
         .required(true)
         .help(help)
         .value_parser(clap::value_parser!(std::path::PathBuf))
-}
-
-/// Log lines on standard error, filtered by `VECIO_LOG` (default `warn`), coloured only when
-/// standard error is a terminal and `NO_COLOR` is unset.
-fn init_logging() {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("VECIO_LOG").unwrap_or_else(|_| "warn".into());
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colour)
-        .with_writer(std::io::stderr)
-        .init();
 }
