@@ -166,16 +166,24 @@ fn fio_failure_carries_stderr() -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn starts_waits_and_reaps_with_usage() -> Result<()> {
+/// A listener started as a server process in a scratch directory; `None` without python3.
+fn started_listener() -> Result<Option<(tempfile::TempDir, ServerProcess, u32)>> {
     let dir = tempfile::tempdir()?;
     let socket = dir.path().join("s.sock");
     let Some(cmd) = listener(&socket) else {
         println!("skipped: python3 is not installed");
-        return Ok(());
+        return Ok(None);
     };
     let server = ServerProcess::start(cmd, &socket, &dir.path().join("log"))?;
     let pid = server.pid().context("pid")?;
+    Ok(Some((dir, server, pid)))
+}
+
+#[test]
+fn starts_waits_and_reaps_with_usage() -> Result<()> {
+    let Some((_dir, server, pid)) = started_listener()? else {
+        return Ok(());
+    };
     assert!(Path::new(&format!("/proc/{pid}")).exists());
     assert!(server.nbd_uri().ends_with("s.sock"));
     let usage = server.stop()?;
@@ -186,14 +194,9 @@ fn starts_waits_and_reaps_with_usage() -> Result<()> {
 
 #[test]
 fn drop_stops_the_server() -> Result<()> {
-    let dir = tempfile::tempdir()?;
-    let socket = dir.path().join("s.sock");
-    let Some(cmd) = listener(&socket) else {
-        println!("skipped: python3 is not installed");
+    let Some((_dir, server, pid)) = started_listener()? else {
         return Ok(());
     };
-    let server = ServerProcess::start(cmd, &socket, &dir.path().join("log"))?;
-    let pid = server.pid().context("pid")?;
     drop(server);
     assert!(!Path::new(&format!("/proc/{pid}/status")).exists());
     Ok(())

@@ -374,31 +374,22 @@ pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
     let mut out = Vec::new();
     let job = Job::RandRead4k;
     let iops = |s| r.cell(s, job).map(|c| c.iops.median);
-    if let (Some(v), Some(q), Some(ratio)) = (
-        iops(Subject::VecioDirect),
-        iops(Subject::QemuNbd),
-        r.ratio(job, Subject::VecioDirect, Subject::QemuNbd),
-    ) {
-        out.push(Target {
-            text: format!(
-                "4k randread depth {}: vecio nbd direct {v:.0} IOPS = {ratio:.2}x qemu-nbd's {q:.0} (want >= 1.5x)",
-                r.depth
-            ),
-            met: ratio >= 1.5,
-        });
-    }
-    if let (Some(v), Some(f), Some(ratio)) = (
-        iops(Subject::VecioDirect),
-        iops(Subject::FioDirect),
-        r.ratio(job, Subject::VecioDirect, Subject::FioDirect),
-    ) {
-        out.push(Target {
-            text: format!(
-                "4k randread depth {}: vecio nbd direct {v:.0} IOPS = {ratio:.2}x fio's own direct io_uring {f:.0} (want >= 0.8x)",
-                r.depth
-            ),
-            met: ratio >= 0.8,
-        });
+    let peers = [
+        (Subject::QemuNbd, "qemu-nbd's", 1.5),
+        (Subject::FioDirect, "fio's own direct io_uring", 0.8),
+    ];
+    for (peer, who, want) in peers {
+        let ratio = r.ratio(job, Subject::VecioDirect, peer);
+        if let (Some(v), Some(p), Some(ratio)) = (iops(Subject::VecioDirect), iops(peer), ratio) {
+            out.push(Target {
+                text: format!(
+                    "4k randread depth {}: vecio nbd direct {v:.0} IOPS = {ratio:.2}x {who} \
+                     {p:.0} (want >= {want}x)",
+                    r.depth
+                ),
+                met: ratio >= want,
+            });
+        }
     }
     let worst = Job::ALL
         .iter()
