@@ -186,6 +186,8 @@ fn config(a: &FuseArgs) -> Result<Config> {
 /// `mounted ...` line, and the request counts at the end.
 fn serve(server: Server, a: &FuseArgs) -> Result<()> {
     let unmounter = server.unmounter();
+    let held = server.held();
+    crate::signals::on_usr1(move || held.now().to_string())?;
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "unmounting");
         if let Err(e) = unmounter.unmount() {

@@ -225,6 +225,8 @@ pub fn run(a: NbdArgs) -> Result<()> {
         fork_server(&lines, a.pid_file.as_deref())?; // returns in the child only
     }
     let stop = server.shutdown_handle();
+    let held = server.held();
+    crate::signals::on_usr1(move || held.now().to_string())?;
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "stopping");
         stop.trigger();

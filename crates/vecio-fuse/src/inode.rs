@@ -409,6 +409,13 @@ impl Inodes {
             .then_some(h)
     }
 
+    /// Nodes the kernel holds now, and the `O_PATH` descriptors they keep.
+    pub fn counts(&self) -> (usize, usize) {
+        let t = self.lock();
+        let fds = t.by_id.values().filter(|e| e.inode.lock_slot().is_some()).count();
+        (t.by_id.len(), fds)
+    }
+
     /// Drops `n` kernel references to node `id`; the inode is closed at zero. The root stays.
     pub fn forget(&self, id: u64, n: u64) {
         if id == crate::abi::ROOT_ID {

@@ -103,6 +103,12 @@ impl Server {
         }
     }
 
+    /// Reads what the server holds (nodes, handles, open files, ring slots), from any thread,
+    /// while it runs.
+    pub fn held(&self) -> crate::HeldCounter {
+        crate::HeldCounter(self.fs.clone())
+    }
+
     /// Serves until the file system is unmounted; then returns what was agreed and counted.
     pub fn run(self) -> Result<Summary> {
         let wants = InitWants {

@@ -212,6 +212,9 @@ fn create_in(
 pub fn release(fs: &Fs, _node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: ReleaseIn = body.arg()?;
     drop(fs.handles.remove(arg.fh));
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        tracing::debug!(fh = arg.fh, "released; holding {}", crate::held::held(fs));
+    }
     Ok(Answer::empty())
 }
 

@@ -18,6 +18,7 @@ mod serial;
 mod sync;
 pub(crate) mod syscall;
 pub(crate) use fixed_files::release_file;
+pub use fixed_files::registered_files;
 mod uring;
 
 use std::io;
