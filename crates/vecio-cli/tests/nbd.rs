@@ -336,3 +336,44 @@ fn request_buffers_are_registered_and_still_work_when_memlock_refuses() {
     assert!(log.contains("buffers not registered"), "{log}");
     assert_eq!(logged(&log, "fixed_buffer_ops"), Some(0), "{log}");
 }
+
+/// `kill -USR1` makes the server say what it holds: its export's file, no connection; one
+/// connection while a client is attached.
+#[test]
+fn the_server_says_what_it_holds() {
+    let dir = scratch_dir();
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img).unwrap().set_len(1 << 20).unwrap();
+    let log = dir.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("nbd")
+        .arg(&img)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let server = Server(Some(child));
+    let pid = rustix::process::Pid::from_raw(server.0.as_ref().unwrap().id() as i32).unwrap();
+    let held = |n: usize| {
+        rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+        let mut line = None;
+        vecio_testkit::wait_until(Duration::from_secs(5), || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            line = text.lines().filter(|l| l.contains("holding")).nth(n).map(str::to_string);
+            line.is_some()
+        });
+        line.expect("nothing printed on SIGUSR1")
+    };
+    let idle = held(0);
+    assert!(idle.contains("connections 0, exports 1"), "{idle}");
+    assert!(idle.contains("open files 1"), "{idle}");
+    let client = Client::connect(&dir.path().join("disk.img.sock"));
+    let busy = held(1);
+    assert!(busy.contains("connections 1"), "{busy}");
+    drop(client);
+}

@@ -132,3 +132,35 @@ fn engine_pool() {
 fn engine_serial() {
     space_comes_back(&["--engine", "serial"]);
 }
+
+/// `kill -USR1` makes the server say what it holds: an open file is a handle, an open
+/// `vecio::File` and a ring slot once written through the engine; closed and removed, none.
+#[test]
+fn the_server_says_what_it_holds() {
+    if let Some(why) = FuseServer::skip_reason() {
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let src = scratch.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let server = FuseServer::mount(&src, &scratch.path().join("mnt"), &[]);
+    let mnt = server.mountpoint().to_path_buf();
+    let idle = server.held();
+    assert!(idle.contains("handles 0 files"), "{idle}");
+    let mut f = std::fs::File::create(mnt.join("f")).unwrap();
+    f.write_all(b"held").unwrap();
+    let open = server.held();
+    assert!(
+        open.contains("handles 1 files") && open.contains("open files 1") && open.contains("ring slots 1"),
+        "{open}"
+    );
+    drop(f);
+    std::fs::remove_file(mnt.join("f")).unwrap();
+    let mut last = String::new();
+    let gone = wait_until(Duration::from_secs(2), || {
+        last = server.held();
+        last.contains("handles 0 files") && last.contains("open files 0") && last.contains("ring slots 0")
+    });
+    assert!(gone.is_some(), "{last}");
+}

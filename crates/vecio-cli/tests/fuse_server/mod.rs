@@ -12,6 +12,7 @@ use std::time::Duration;
 pub struct FuseServer {
     child: Option<Child>,
     mountpoint: PathBuf,
+    log: PathBuf,
 }
 
 impl FuseServer {
@@ -29,6 +30,7 @@ impl FuseServer {
     /// Mounts `source` on `mountpoint` (created) with `-o allow_other` and `extra`.
     pub fn mount(source: &Path, mountpoint: &Path, extra: &[&str]) -> FuseServer {
         std::fs::create_dir_all(mountpoint).unwrap();
+        let log = mountpoint.with_extension("log");
         let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
             .arg("fuse")
             .arg(source)
@@ -36,7 +38,7 @@ impl FuseServer {
             .args(["-o", "allow_other"])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("running vecio fuse");
         let mut line = String::new();
@@ -46,14 +48,37 @@ impl FuseServer {
         let server = FuseServer {
             child: Some(child),
             mountpoint: mountpoint.to_path_buf(),
+            log,
         };
-        assert!(line.starts_with("mounted"), "{extra:?}: first line {line:?}");
+        assert!(
+            line.starts_with("mounted"),
+            "{extra:?}: first line {line:?}; it said: {}",
+            server.log()
+        );
         server
     }
 
     /// Where it is mounted.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
+    }
+
+    /// What the server wrote on its standard error so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Asks the server what it holds (`SIGUSR1`) and returns the line it prints.
+    pub fn held(&self) -> String {
+        let before = self.log().lines().filter(|l| l.contains("holding")).count();
+        let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+        let mut line = None;
+        vecio_testkit::wait_until(Duration::from_secs(5), || {
+            line = self.log().lines().filter(|l| l.contains("holding")).nth(before).map(str::to_string);
+            line.is_some()
+        });
+        line.expect("the server printed nothing on SIGUSR1")
     }
 
     /// The server's process id.
