@@ -6,7 +6,8 @@ use std::process::Command;
 
 /// A mounted ext4 on a loop device over an image in a scratch directory.
 pub struct SmallFs {
-    scratch: tempfile::TempDir,
+    /// Holds the image; removed after the unmount (fields drop after `Drop::drop`).
+    _scratch: tempfile::TempDir,
     mountpoint: PathBuf,
     loop_dev: Option<String>,
     mounted: bool,
@@ -43,7 +44,7 @@ impl SmallFs {
             .args(["-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
             .arg(&image))?;
         let mut fs = SmallFs {
-            scratch,
+            _scratch: scratch,
             mountpoint,
             loop_dev: None,
             mounted: false,

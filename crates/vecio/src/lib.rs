@@ -38,7 +38,7 @@
 
 #![warn(missing_docs)]
 
-mod align;
+mod direct;
 mod batch;
 mod buf;
 mod bufpool;
@@ -58,6 +58,7 @@ mod space;
 mod threadpool;
 
 pub use batch::Batch;
+pub use direct::Window;
 pub use buf::{AlignedBuf, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};

@@ -492,7 +492,7 @@ impl Queue {
             f.pending = f.pending.saturating_sub(1);
             match (&f.stage, sub) {
                 (Stage::Direct, _) => self.on_direct(slot, c.result),
-                (Stage::Bounce { .. }, _) => self.on_bounce(slot, c.result),
+                (Stage::Bounce(_), _) => self.on_bounce(slot, c.result),
                 (Stage::Edges(_), _) => self.on_edge(slot, c.result),
                 (Stage::WriteBack(_), _) => self.on_write_back(slot, c.result),
                 (Stage::Command { .. }, _) => self.on_command(slot, c.result),
