@@ -46,7 +46,6 @@ pub mod engine;
 mod error;
 mod fastread;
 mod file;
-mod file_io;
 mod flags;
 mod iter;
 mod pagepool;
@@ -54,7 +53,6 @@ mod queue;
 mod rangelock;
 mod region;
 mod request;
-mod space;
 mod threadpool;
 
 pub use batch::Batch;
@@ -63,10 +61,8 @@ pub use buf::{AlignedBuf, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
-pub use fastread::{
-    Attempt, Decision, FastReadMode, FastReadPolicy, FastReadState, FastReadStats, Outcome,
-};
-pub use file::{AlignSource, DioAlign, Direct, File, FileKind, OpenOptions};
+pub use fastread::{Decision, FastReadMode, FastReadPolicy, FastReadState, FastReadStats, Outcome};
+pub use file::{AlignSource, Attempt, DioAlign, Direct, File, FileKind, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter, IterKind};
 pub use pagepool::{PagePool, PoolBuf};
