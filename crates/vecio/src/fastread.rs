@@ -247,3 +247,80 @@ impl FastReadState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tracked() -> FastReadPolicy {
+        FastReadPolicy {
+            reprobe_every: 8,
+            ..FastReadPolicy::default()
+        }
+    }
+
+    #[test]
+    fn misses_turn_tracking_off_and_probes_come_back() {
+        let p = tracked();
+        let s = FastReadState::default();
+        assert!(s.should_try(&p), "a new file is tried");
+        for _ in 0..40 {
+            s.record(Outcome::Miss, &p);
+        }
+        assert!(s.stats(&p).tracking_off);
+        let tried = (0..80).filter(|_| s.should_try(&p)).count();
+        assert_eq!(tried, 10, "one probe in reprobe_every reads");
+        assert_eq!(s.stats(&p).skipped, 70);
+    }
+
+    #[test]
+    fn a_file_that_turns_hot_is_tried_again() {
+        let p = tracked();
+        let s = FastReadState::default();
+        for _ in 0..40 {
+            s.record(Outcome::Miss, &p);
+        }
+        let mut probes = 0;
+        while s.stats(&p).tracking_off {
+            if s.should_try(&p) {
+                probes += 1;
+                s.record(Outcome::Hit, &p);
+            }
+            assert!(probes < 20, "hits on probes must bring the file back");
+        }
+        assert!(s.should_try(&p));
+    }
+
+    #[test]
+    fn unsupported_is_final_and_always_mode_ignores_history() {
+        let p = tracked();
+        let s = FastReadState::default();
+        s.record(Outcome::Unsupported, &p);
+        assert!(!s.should_try(&p));
+        assert!(!s.should_try(&FastReadPolicy::with_mode(FastReadMode::Always)));
+        assert!(s.stats(&p).unsupported);
+        let t = FastReadState::default();
+        for _ in 0..100 {
+            t.record(Outcome::Miss, &p);
+        }
+        assert!(t.should_try(&FastReadPolicy::with_mode(FastReadMode::Always)));
+        assert!(!t.should_try(&FastReadPolicy::with_mode(FastReadMode::Off)));
+    }
+
+    #[test]
+    fn counters_count_each_outcome() {
+        let p = tracked();
+        let s = FastReadState::default();
+        s.record(Outcome::Hit, &p);
+        s.record(Outcome::Partial(0.5), &p);
+        s.record(Outcome::Miss, &p);
+        s.note_offload();
+        s.note_offload();
+        let st = s.stats(&p);
+        assert_eq!(
+            (st.attempts, st.hits, st.partials, st.misses, st.offloads),
+            (3, 1, 1, 1, 2)
+        );
+        assert!(st.hit_ratio < 1.0 && st.hit_ratio > 0.8);
+    }
+}
