@@ -38,17 +38,16 @@
 
 #![warn(missing_docs)]
 
-mod direct;
 mod batch;
 mod buf;
 mod bufpool;
+mod direct;
 pub mod engine;
 mod error;
-mod fastread;
-mod file;
+pub mod fast_read;
+pub mod file;
 mod flags;
 mod iter;
-mod pagepool;
 mod queue;
 mod rangelock;
 mod region;
@@ -56,18 +55,13 @@ mod request;
 mod threadpool;
 
 pub use batch::Batch;
-pub use direct::Window;
 pub use buf::{AlignedBuf, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
-pub use fastread::{Decision, FastReadMode, FastReadPolicy, FastReadState, FastReadStats, Outcome};
-pub use file::{AlignSource, Attempt, DioAlign, Direct, File, FileKind, OpenOptions};
+pub use fast_read::FastReadPolicy;
+pub use file::{DioAlign, Direct, File, OpenOptions};
 pub use flags::RwFlags;
-pub use iter::{Dir, IoIter, IterKind};
-pub use pagepool::{PagePool, PoolBuf};
+pub use iter::{Dir, IoIter};
 pub use queue::{Completion, OwnedBuf, PushError, Queue};
 pub use region::Region;
-/// `fallocate(2)` modes, for [`File::fallocate`].
-pub use rustix::fs::FallocateFlags;
-pub use threadpool::{Job, ThreadPool, WhenFull};

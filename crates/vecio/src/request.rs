@@ -4,7 +4,8 @@
 //! "done", "resume the rest" and "failed after some bytes" are written once.
 
 use crate::error::{Error, Invalid, Result};
-use crate::{Dir, File, FileKind, RwFlags};
+use crate::file::FileKind;
+use crate::{Dir, File, RwFlags};
 
 /// Largest file offset a request may reach (`loff_t` is signed).
 pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;

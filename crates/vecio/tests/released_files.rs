@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use vecio::engine::{Cmd, Engine, Op, UringEngine, UringOptions};
+use vecio::engine::{Engine, Op, UringEngine, UringOptions};
 use vecio::{AlignedBuf, Batch, Dir, Direct, File, IoIter, OwnedBuf, Queue, RwFlags};
 
 /// An inotify watch for the close of a file's last open reference.
@@ -146,25 +146,14 @@ fn a_file_dropped_while_the_ring_has_requests_in_flight_is_released_at_once() {
     // SAFETY: both descriptors are fresh and owned by nobody else.
     let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
     let mut byte = [0u8; 1];
-    let iov = libc::iovec {
+    let iov = [libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),
         iov_len: 1,
-    };
-    let op = Op {
-        fd: rx.as_raw_fd(),
-        file_id: u64::MAX,
-        offset: u64::MAX, // -1: the pipe's own position
-        iov: &iov,
-        nr_segs: 1,
-        len: 1,
-        dir: Dir::Dest,
-        flags: RwFlags::empty(),
-        pool: None,
-        tag: 7,
-        fast: std::ptr::null(),
-        cmd: Cmd::Rw,
-    };
-    // SAFETY: the pipe, iov and byte outlive the op, which is reaped below before they drop.
+    }];
+    // Offset -1: the pipe's own position.
+    let op = Op::rw(rx.as_raw_fd(), Dir::Dest, u64::MAX, &iov, RwFlags::empty(), 7);
+    // SAFETY: the pipe, the iovec array and the byte outlive the op, which is reaped below
+    // before they drop.
     unsafe { engine.push(op).unwrap() };
     engine.submit_and_wait(0).unwrap();
     assert_eq!(engine.in_flight(), 1);

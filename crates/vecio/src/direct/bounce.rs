@@ -42,7 +42,8 @@ impl Bounce {
 #[cfg(test)]
 mod tests {
     use super::Bounce;
-    use crate::{AlignSource, DioAlign};
+    use crate::file::AlignSource;
+    use crate::DioAlign;
 
     #[test]
     fn the_caller_gets_only_its_bytes() {

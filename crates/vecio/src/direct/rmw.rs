@@ -165,7 +165,7 @@ impl Rmw {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AlignSource;
+    use crate::file::AlignSource;
 
     fn a512() -> DioAlign {
         DioAlign {

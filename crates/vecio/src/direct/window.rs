@@ -8,7 +8,7 @@ use crate::DioAlign;
 /// alignment ([`DioAlign::offset`]).
 ///
 /// ```
-/// use vecio::{AlignSource, DioAlign};
+/// use vecio::{file::AlignSource, DioAlign};
 /// let a = DioAlign { mem: 512, offset: 4096, source: AlignSource::Statx };
 /// let w = a.window(5000, 100);
 /// assert_eq!((w.start, w.end), (4096, 8192));
@@ -73,7 +73,8 @@ impl DioAlign {
 
 #[cfg(test)]
 mod tests {
-    use crate::{AlignSource, DioAlign};
+    use crate::file::AlignSource;
+    use crate::DioAlign;
 
     fn align(offset: u32) -> DioAlign {
         DioAlign {

@@ -23,7 +23,7 @@ impl DioAlign {
     /// read-modify-write).
     ///
     /// ```
-    /// use vecio::{AlignSource, DioAlign};
+    /// use vecio::{file::AlignSource, DioAlign};
     /// let a = DioAlign { mem: 512, offset: 4096, source: AlignSource::Statx };
     /// assert!(a.allows(8192, 4096));
     /// assert!(!a.allows(8192, 100));

@@ -1,8 +1,8 @@
 //! The fast-read policy applied to one file: a buffered read tried inline with `RWF_NOWAIT`,
 //! its outcome recorded in the file's own history.
 
-use crate::fastread::Outcome;
-use crate::{FastReadPolicy, FastReadState, FastReadStats, File, IoIter, RwFlags};
+use crate::fast_read::{FastReadState, FastReadStats, Outcome};
+use crate::{FastReadPolicy, File, IoIter, RwFlags};
 
 /// What [`File::try_read_inline`] did.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl File {
     }
 
     /// This file's fast-read history.
-    pub fn fast_read_state(&self) -> &FastReadState {
+    pub(crate) fn fast_read_state(&self) -> &FastReadState {
         &self.fast
     }
 

@@ -1,6 +1,10 @@
-//! `File`: an open file or block device with what vecio learned about it at open: direct mode,
+//! [`File`]: an open file or block device with what vecio learned about it at open: direct mode,
 //! the direct-I/O alignment (`statx(STATX_DIOALIGN)`, `BLKSSZGET`), and per-file flags computed
 //! once (the cached-iocb-flags idea) so no call recomputes them.
+//!
+//! The crate root has what most callers name ([`File`], [`OpenOptions`], [`Direct`],
+//! [`DioAlign`]); this module also has what some answers are made of: [`FileKind`],
+//! [`AlignSource`], the aligned [`Window`] around a request, and [`FallocateFlags`].
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -19,9 +23,12 @@ mod io;
 mod options;
 mod space;
 
+pub use crate::direct::Window;
 pub use align::{AlignSource, DioAlign};
 pub use fast_read::Attempt;
 pub use options::OpenOptions;
+/// `fallocate(2)` modes, for [`File::fallocate`].
+pub use rustix::fs::FallocateFlags;
 use align::probe_alignment;
 
 /// Whether a file is opened for direct I/O (`O_DIRECT`, bypassing the page cache).
@@ -81,7 +88,7 @@ pub struct File {
     refused: AtomicU32,
     /// The inode's range lock, shared by every `File` of the inode in this process.
     pub(crate) locks: Arc<RangeLock>,
-    pub(crate) fast: crate::FastReadState,
+    pub(crate) fast: crate::fast_read::FastReadState,
     /// Buffered, readable, no per-file flags: `read_at` is a bare `pread` (decided at open).
     pub(crate) plain_read: bool,
     /// Buffered, writable, no per-file flags: `write_at` is a bare `pwrite`.
@@ -167,7 +174,7 @@ impl File {
                 FileKind::Block => crate::rangelock::for_inode(u64::MAX, st.st_rdev),
                 FileKind::Regular => crate::rangelock::for_inode(st.st_dev, st.st_ino),
             },
-            fast: crate::FastReadState::default(),
+            fast: crate::fast_read::FastReadState::default(),
             plain_read: !direct && readable && flags.is_empty(),
             plain_write: !direct && writable && flags.is_empty(),
             raw,
@@ -260,7 +267,7 @@ impl File {
 
     /// The fast-read state engines may use, or null for a direct file (a direct read always
     /// waits for the device, so trying it inline would block the caller).
-    pub(crate) fn fast_read_ptr(&self) -> *const crate::FastReadState {
+    pub(crate) fn fast_read_ptr(&self) -> *const crate::fast_read::FastReadState {
         if self.direct {
             std::ptr::null()
         } else {

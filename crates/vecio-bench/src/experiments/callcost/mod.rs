@@ -17,9 +17,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions};
-use vecio::{
-    Batch, Direct, Engine, EngineKind, FastReadMode, FastReadPolicy, File, IoIter, RwFlags,
-};
+use vecio::{Batch, Direct, Engine, EngineKind, FastReadPolicy, File, IoIter, RwFlags};
+use vecio::fast_read::FastReadMode;
 
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;

@@ -18,10 +18,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions, UringEngine, UringOptions};
-use vecio::{
-    Completion, Direct, Engine, FastReadMode, FastReadPolicy, FastReadStats, File, OwnedBuf, Queue,
-    RwFlags,
-};
+use vecio::{Completion, Direct, Engine, FastReadPolicy, File, OwnedBuf, Queue, RwFlags};
+use vecio::fast_read::{FastReadMode, FastReadStats};
 
 use crate::experiments::nowait::zipf::Zipf;
 use crate::harness::meta::RunMeta;

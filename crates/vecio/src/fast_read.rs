@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
+pub use crate::file::Attempt;
 
 /// When to try a read inline.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -61,7 +62,7 @@ impl FastReadPolicy {
 
 /// What one inline attempt found.
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Everything was in the page cache (or the read ended at end of file).
     Hit,
     /// Part was there: the fraction of the request served.
@@ -76,7 +77,7 @@ const ONE: f64 = 65536.0;
 
 /// A file's fast-read history (kept in its [`File`]; read with [`File::fast_read_stats`]).
 #[derive(Debug)]
-pub struct FastReadState {
+pub(crate) struct FastReadState {
     attempts: AtomicU64,
     hits: AtomicU64,
     partials: AtomicU64,
@@ -145,7 +146,7 @@ impl FastReadStats {
 
 /// What the policy says of one read.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Try it inline.
     Try,
     /// Not this time: the file's hit ratio is low (counted as skipped).
@@ -156,12 +157,12 @@ pub enum Decision {
 
 impl FastReadState {
     /// Whether to try this read inline under `policy`.
-    pub fn should_try(&self, policy: &FastReadPolicy) -> bool {
+    pub(crate) fn should_try(&self, policy: &FastReadPolicy) -> bool {
         self.decide(policy) == Decision::Try
     }
 
     /// What `policy` says of this read; a skip is counted on the file.
-    pub fn decide(&self, policy: &FastReadPolicy) -> Decision {
+    pub(crate) fn decide(&self, policy: &FastReadPolicy) -> Decision {
         match policy.mode {
             FastReadMode::Off => Decision::Off,
             _ if self.unsupported.load(Relaxed) => Decision::Off,
@@ -181,12 +182,12 @@ impl FastReadState {
     }
 
     /// Counts a read not tried because of a low hit ratio.
-    pub fn note_skipped(&self) {
+    pub(crate) fn note_skipped(&self) {
         self.skipped.fetch_add(1, Relaxed);
     }
 
     /// Records the outcome of an attempt.
-    pub fn record(&self, outcome: Outcome, policy: &FastReadPolicy) {
+    pub(crate) fn record(&self, outcome: Outcome, policy: &FastReadPolicy) {
         self.attempts.fetch_add(1, Relaxed);
         let x = match outcome {
             Outcome::Hit => {
@@ -213,17 +214,17 @@ impl FastReadState {
     }
 
     /// Counts a request (or remainder) handed to the pool.
-    pub fn note_offload(&self) {
+    pub(crate) fn note_offload(&self) {
         self.offloads.fetch_add(1, Relaxed);
     }
 
     /// Whether to try this write inline under `policy`.
-    pub fn should_try_write(&self, policy: &FastReadPolicy) -> bool {
+    pub(crate) fn should_try_write(&self, policy: &FastReadPolicy) -> bool {
         policy.writes && policy.mode != FastReadMode::Off && !self.write_unsupported.load(Relaxed)
     }
 
     /// Records that the file system refused `RWF_NOWAIT` writes.
-    pub fn note_write_unsupported(&self) {
+    pub(crate) fn note_write_unsupported(&self) {
         self.write_unsupported.store(true, Relaxed);
     }
 
@@ -232,7 +233,7 @@ impl FastReadState {
     }
 
     /// A snapshot of the counters, judged against `policy`'s threshold.
-    pub fn stats(&self, policy: &FastReadPolicy) -> FastReadStats {
+    pub(crate) fn stats(&self, policy: &FastReadPolicy) -> FastReadStats {
         let hit_ratio = self.ratio();
         FastReadStats {
             attempts: self.attempts.load(Relaxed),
