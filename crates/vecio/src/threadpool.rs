@@ -8,7 +8,7 @@ use crossbeam_channel::{bounded, Sender, TrySendError};
 /// A job for the pool.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// What [`ThreadPool::execute`] does when the queue is full.
+/// What the pool engine does with an op when its queue of jobs is full.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WhenFull {
     /// Wait for room.
