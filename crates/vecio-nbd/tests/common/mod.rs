@@ -227,6 +227,24 @@ impl Raw {
         Self::negotiate(socket, true, true)
     }
 
+    /// Connects and sends the client flags; options are the caller's.
+    pub fn negotiating(socket: &Path) -> Raw {
+        let mut s = UnixStream::connect(socket).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut g = [0u8; 18];
+        s.read_exact(&mut g).unwrap();
+        assert_eq!(&g[..16], b"NBDMAGICIHAVEOPT");
+        s.write_all(&3u32.to_be_bytes()).unwrap();
+        Raw {
+            s,
+            structured: false,
+            extended: false,
+            size: 0,
+            flags: 0,
+        }
+    }
+
     fn negotiate(socket: &Path, structured: bool, extended: bool) -> Raw {
         let mut s = UnixStream::connect(socket).unwrap();
         s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
