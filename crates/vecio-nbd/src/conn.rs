@@ -262,6 +262,7 @@ impl Conn {
             cmd = proto::cmd_name(req.kind),
             offset = req.offset,
             len = req.len,
+            flags = req.flags,
             "request"
         );
         let verdict = check(&req, &self.limits);

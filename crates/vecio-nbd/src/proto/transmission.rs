@@ -97,13 +97,17 @@ impl Request {
         CmdFlags::from_bits_truncate(self.flags)
     }
 
-    /// Bytes of payload that follow this header on the wire: a compact write's length; with
-    /// extended headers, the length of any request with `NBD_CMD_FLAG_PAYLOAD_LEN`.
+    /// Bytes of payload that follow this header on the wire: a write's length; with extended
+    /// headers, also the length of any request with `NBD_CMD_FLAG_PAYLOAD_LEN`.
+    ///
+    /// The protocol asks extended-header clients to flag every write, but qemu 10's client
+    /// does not, and qemu-nbd serves its writes all the same (it traces them as
+    /// noncompliant): a write's length is its payload's whatever the flag says.
     pub fn payload_len(&self, framing: Framing) -> u64 {
+        let flagged = self.cmd_flags().contains(CmdFlags::PAYLOAD_LEN);
         match framing {
-            Framing::Extended if self.cmd_flags().contains(CmdFlags::PAYLOAD_LEN) => self.len,
-            Framing::Extended => 0,
             _ if self.kind == Command::Write as u16 => self.len,
+            Framing::Extended if flagged => self.len,
             _ => 0,
         }
     }
