@@ -29,16 +29,17 @@ use vecio::{AlignedBuf, Completion, OwnedBuf, Queue, RwFlags};
 
 use crate::check::{check, Limits};
 use crate::error::{Error, Malformed, Result};
-use crate::export::{Export, MAX_PAYLOAD};
+use crate::export::Export;
 use crate::handshake::Session;
 use crate::ops;
-use crate::proto::{self, BlockStatusFilter, CmdFlags, Command, Errno, Extent, Framing, Request};
+use crate::proto::{self, CmdFlags, Command, Errno, Extent, Request};
 use crate::recv::{Inbox, Msg, Recv};
 use crate::send::Outbox;
 use crate::sparse::{self, Layout};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use vecio::{BufPool, BufPoolOptions};
 
+mod payload;
 mod reply;
 use reply::{is_disconnect, vecio_errno};
 
@@ -285,53 +286,6 @@ impl Conn {
             _ => self.blocking(req, cmd)?,
         }
         Ok(())
-    }
-
-    /// A request with `len` bytes of payload: received into a buffer when it was accepted
-    /// (a write, or a block-status filter), skipped and answered with its error otherwise.
-    /// An extended-header payload over the maximum closes the connection, as the protocol
-    /// allows, rather than being read.
-    fn start_payload(&mut self, req: Request, len: u64, verdict: Result<Command, Errno>) {
-        if self.session.framing == Framing::Extended && len > u64::from(MAX_PAYLOAD) {
-            self.closing = Some(Closing::Violation(Malformed::PayloadTooLong(len)));
-            return;
-        }
-        match verdict {
-            Ok(Command::Write | Command::BlockStatus) => {
-                let buf = self.bufs.get(len as usize);
-                self.rx.start_payload(req, buf);
-            }
-            Ok(_) => self.rx.start_discard(req, Errno::EINVAL),
-            Err(e) => self.rx.start_discard(req, e),
-        }
-    }
-
-    /// A request whose payload has arrived.
-    fn payload(&mut self, req: Request, buf: AlignedBuf) -> Result<()> {
-        if req.command() == Ok(Command::Write) {
-            return self.push_write(req, buf, 0, 0);
-        }
-        let filter = BlockStatusFilter::decode(&buf);
-        self.bufs.put(buf);
-        // The one context this server has, named once: anything else is NBD_EINVAL.
-        let effect = match filter {
-            Some(f) if f.ids.len() == 1 && Some(f.ids[0]) == self.session.meta => Request {
-                flags: req.flags & !CmdFlags::PAYLOAD_LEN.bits(),
-                len: f.len,
-                ..req
-            },
-            _ => {
-                self.reply_error(&req, Errno::EINVAL);
-                return Ok(());
-            }
-        };
-        match check(&effect, &self.limits) {
-            Ok(cmd) => self.blocking(effect, cmd),
-            Err(e) => {
-                self.reply_error(&req, e);
-                Ok(())
-            }
-        }
     }
 
     fn slot(&mut self, req: Request, cmd: Command, done: u32, retries: u8) -> usize {
