@@ -15,7 +15,8 @@
 //! - [`proto`]: the wire format, pure encode/decode.
 //!
 //! The protocol followed is the NBD project's `doc/proto.md`: fixed newstyle handshake,
-//! simple and structured replies, READ, WRITE, FLUSH, TRIM, WRITE_ZEROES (NO_HOLE,
+//! simple and structured replies, extended headers (`NBD_OPT_EXTENDED_HEADERS`: 64-bit
+//! lengths, `NBD_REPLY_TYPE_BLOCK_STATUS_EXT`, a block-status payload filter), READ, WRITE, FLUSH, TRIM, WRITE_ZEROES (NO_HOLE,
 //! FAST_ZERO), BLOCK_STATUS (`base:allocation`), CACHE, DISC; FUA and DF flags; TLS through
 //! `NBD_OPT_STARTTLS` ([`Tls`]).
 

@@ -1,15 +1,18 @@
 //! What vecio's integration tests share (a dev-dependency only): a small file system of the
-//! test's own on a loop device, what a process holds (descriptors, resident memory), and
-//! waiting for a condition with a deadline.
+//! test's own on a loop device, what a process holds (descriptors, resident memory), waiting
+//! for a condition with a deadline, and the peers to test against (the host's, and the
+//! trixie chroot's of `scripts/peers`).
 //!
 //! Tests that need root say so and skip through [`skip_unless_root`]; nothing here mocks the
 //! kernel: the file systems are real ext4 on real loop devices.
 
 #![warn(missing_docs)]
 
+pub mod peers;
 mod process;
 mod smallfs;
 
+pub use peers::Peers;
 pub use process::{descriptors, rss_kib};
 pub use smallfs::SmallFs;
 
