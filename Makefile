@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz conformance run bench docs install-docs
+.PHONY: setup build test fuzz conformance soak run bench docs install-docs
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -18,6 +18,11 @@ test: setup
 # pjdfstest (POSIX) on vecio fuse mounts: plain, --uring and --passthrough; 0 failures each.
 conformance:
 	bash scripts/conformance
+
+# A long soak of vecio fuse, not in CI: fsstress beside fill / empty cycles on a small ext4 for
+# SOAK_SECONDS (default 600) over four modes; space, descriptors and memory back at the end.
+soak: setup
+	bash scripts/soak
 
 # The NBD request and option decoders under libFuzzer for a bounded time. cargo-fuzz comes from
 # crates.io; the stable toolchain builds the target (RUSTC_BOOTSTRAP for the -Z flags it passes,
