@@ -118,11 +118,10 @@ impl Fs {
     }
 
     /// The `/proc/self/fd` path of an inode, for calls that only take a path (xattrs), with
-    /// the descriptor it names: the path is valid while that is held.
+    /// the descriptor it names: the path is valid while that is held. A call that follows it
+    /// lands on the inode itself, a symlink included: the magic link jumps to the descriptor's
+    /// own inode and is never resolved further, so the link's target is not reached.
     pub fn proc_path(&self, inode: &Inode) -> OpResult<(InodeFd, std::ffi::CString)> {
-        if inode.kind == FileType::Symlink {
-            return Err(Errno::NOTSUP);
-        }
         let fd = inode.fd()?;
         let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.proc_name()))
             .map_err(|_| Errno::INVAL)?;

@@ -1,5 +1,5 @@
-//! Extended attributes, through the inode's `/proc/self/fd` path (symlinks: `EOPNOTSUPP`,
-//! since a path call could follow them).
+//! Extended attributes, through the inode's `/proc/self/fd` path, which names the inode itself
+//! (a symlink's own attributes, never its target's, as `l*xattr` natively).
 
 use super::Answer;
 use crate::abi::{GetxattrIn, GetxattrOut, SetxattrIn};
