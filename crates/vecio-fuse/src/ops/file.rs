@@ -207,10 +207,12 @@ fn create_in(
     Ok(Answer::Bytes(out))
 }
 
-/// `RELEASE`: the handle goes (and with its descriptor, its `flock` lock); its share of the
-/// inode's passthrough registration is dropped.
+/// `RELEASE`: the handle goes (and with its descriptor, its `flock` lock), and so do the
+/// record locks of owners that locked through it alone (OFD locks); its share of the inode's
+/// passthrough registration is dropped.
 pub fn release(fs: &Fs, _node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: ReleaseIn = body.arg()?;
+    fs.locks.release_handle(arg.fh);
     drop(fs.handles.remove(arg.fh));
     Ok(Answer::empty())
 }
