@@ -243,6 +243,9 @@ bitflags::bitflags! {
     }
 }
 
+/// `fuse_open_in.flags`: the kernel's `__FMODE_EXEC`, set when the file is opened to be
+/// executed (`execve`, `uselib`): the caller needs execute permission, not read.
+pub const OPEN_FOR_EXEC: u32 = 1 << 5;
 /// `fuse_open_in.open_flags`: clear setuid/setgid (an `O_TRUNC` open by a non-owner under
 /// `FUSE_HANDLE_KILLPRIV_V2`).
 pub const OPEN_KILL_SUIDGID: u32 = 1 << 0;
