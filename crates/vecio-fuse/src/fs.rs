@@ -32,6 +32,9 @@ pub struct FsConfig {
     /// `O_DIRECT` on to the backing file, so their buffers must then be aligned as natively);
     /// without it they stay with vecio, which serves any alignment.
     pub passthrough_direct: bool,
+    /// Leave access times alone (`-o noatime`): every backing file and directory the server
+    /// opens for reading gets `O_NOATIME`.
+    pub noatime: bool,
 }
 
 /// The shared state of one served source directory.
@@ -59,12 +62,7 @@ impl Fs {
             path: source.to_path_buf(),
             source: source_err,
         };
-        let root = rustix::fs::open(
-            source,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| src_err(e.into()))?;
+        let root = crate::source::open(source, cfg.noatime).map_err(src_err)?;
         let proc_fd = rustix::fs::open(
             "/proc/self/fd",
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -104,6 +102,21 @@ impl Fs {
             flags,
             Mode::empty(),
         )?)
+    }
+
+    /// Under `-o noatime`, sets `O_NOATIME` on `fd` (open for reading, by the server or a
+    /// caller), so reads through it leave the backing access time alone. Set as the server:
+    /// the flag needs the file's owner or `CAP_FOWNER`, which a caller's fsuid drops.
+    pub fn keep_atime(&self, fd: &impl AsFd) {
+        if !self.cfg.noatime {
+            return;
+        }
+        let _server = crate::creds::AsServer::new();
+        let set = rustix::fs::fcntl_getfl(fd)
+            .and_then(|fl| rustix::fs::fcntl_setfl(fd, fl | OFlags::NOATIME));
+        if let Err(e) = set {
+            tracing::debug!("O_NOATIME: {e}");
+        }
     }
 
     /// An `O_PATH` descriptor of the inode open as `fd`.

@@ -42,6 +42,7 @@ mod passthrough;
 mod request;
 mod server;
 mod session;
+mod source;
 mod uring;
 mod worker;
 

@@ -85,6 +85,7 @@ impl Server {
         cfg.mount.read_only |= cfg.fs.read_only;
         cfg.fs.direct_io |= cfg.mount.direct_io;
         cfg.fs.writeback_cache |= cfg.mount.writeback_cache;
+        cfg.fs.noatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::NOATIME);
         let fs = Fs::new(source, cfg.fs.clone())?;
         let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {

@@ -142,6 +142,7 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     } else {
         open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?
     };
+    fs.keep_atime(&fd);
     if arg.open_flags & OPEN_KILL_SUIDGID != 0 {
         super::kill_suid_sgid(fd.as_fd())?;
     }
@@ -204,6 +205,7 @@ fn create_in(
         Ok(rustix::fs::openat2(dir.fd()?, name, f, mode, resolve)?)
     })?;
     drop(umask);
+    fs.keep_atime(&fd);
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
     let inode = fs.inodes.get(id)?;
     let file = backing_file(fs, &inode, fd)?;
