@@ -375,6 +375,8 @@ abi_struct! {
     StatxOut { attr_valid: u64, attr_valid_nsec: u32, flags: u32, spare: [u64; 2], stat: Statx }
     /// `struct fuse_dirent` without its name.
     Dirent { ino: u64, off: u64, namelen: u32, typ: u32 }
+    /// `struct fuse_notify_inval_inode_out`.
+    NotifyInvalInodeOut { ino: u64, off: i64, len: i64 }
     /// `struct fuse_backing_map` (`FUSE_DEV_IOC_BACKING_OPEN`).
     BackingMap { fd: i32, flags: u32, padding: u64 }
     /// `struct fuse_uring_ent_in_out`.

@@ -53,6 +53,8 @@ pub struct Fs {
     pub dev: std::sync::OnceLock<std::sync::Arc<OwnedFd>>,
     /// File locks served by the backing file system.
     pub locks: crate::ops::Locks,
+    /// Notifications to the kernel.
+    pub notify: crate::notify::Notifier,
 }
 
 impl Fs {
@@ -84,6 +86,7 @@ impl Fs {
             proc_fd,
             dev: std::sync::OnceLock::new(),
             locks: crate::ops::Locks::default(),
+            notify: Default::default(),
         })
     }
 

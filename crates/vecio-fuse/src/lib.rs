@@ -37,6 +37,7 @@ mod handle;
 mod inode;
 mod io;
 mod mount;
+mod notify;
 mod ops;
 mod passthrough;
 mod request;

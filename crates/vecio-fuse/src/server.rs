@@ -123,6 +123,7 @@ impl Server {
                 source: e.into(),
             }
         })?);
+        self.fs.notify.connect(dev.clone());
         if negotiated.has(crate::abi::InitFlags::PASSTHROUGH) {
             if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
                 let _ = self.fs.dev.set(Arc::new(d));

@@ -144,7 +144,7 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     };
     fs.keep_atime(&fd);
     if arg.open_flags & OPEN_KILL_SUIDGID != 0 {
-        super::kill_suid_sgid(fd.as_fd())?;
+        super::kill_suid_sgid(fs, node, fd.as_fd())?;
     }
     let file = backing_file(fs, &inode, fd)?;
     let (handle, open_flags, backing_id) = file_handle(fs, &inode, file);

@@ -167,7 +167,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
             };
             let aligned = data.as_ptr() as usize % vecio::PAGE_SIZE == 0;
             let fixed = ctx.engine.counters().fixed_buffer_ops;
-            let w = crate::io::write(fs, ctx.engine, ctx.region, arg, data)?;
+            let w = crate::io::write(fs, node, ctx.engine, ctx.region, arg, data)?;
             ctx.stats.note_write(w.size as usize, aligned);
             ctx.note_fixed_since(fixed);
             Ok(Answer::Written(w))
