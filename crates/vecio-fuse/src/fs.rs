@@ -64,7 +64,7 @@ impl Fs {
             path: source.to_path_buf(),
             source: source_err,
         };
-        let root = crate::source::open(source, cfg.noatime).map_err(src_err)?;
+        let (root, cloned) = crate::source::open(source, cfg.noatime).map_err(src_err)?;
         let proc_fd = rustix::fs::open(
             "/proc/self/fd",
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -75,7 +75,8 @@ impl Fs {
             source: e.into(),
         })?;
         let limit = raise_fd_limit();
-        let inodes = Inodes::new(root, cached_fds(limit))
+        // The kernel's file handles are served where a parent lookup cannot leave the source.
+        let inodes = Inodes::new(root, cached_fds(limit), cloned)
             .map_err(|e| src_err(std::io::Error::from_raw_os_error(e.0)))?;
         Ok(Fs {
             inodes,

@@ -112,6 +112,7 @@ impl Server {
             uring: self.cfg.uring,
             posix_acl: self.cfg.mount.default_permissions,
             writeback_cache: self.cfg.fs.writeback_cache,
+            export: self.fs.inodes.exports(),
         };
         let mut buf = vec![0u8; crate::abi::MIN_READ_BUFFER * 2];
         let negotiated = session::negotiate(&self.chan, &mut buf, wants)?;

@@ -21,6 +21,9 @@ pub struct InitWants {
     pub posix_acl: bool,
     /// Ask for `FUSE_WRITEBACK_CACHE` (`-o writeback_cache`).
     pub writeback_cache: bool,
+    /// Serve the kernel's file handles (`FUSE_EXPORT_SUPPORT`); otherwise refuse them cleanly
+    /// (`FUSE_NO_EXPORT_SUPPORT`, where the kernel offers it).
+    pub export: bool,
 }
 
 /// What was agreed.
@@ -116,6 +119,11 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
         if wants.writeback_cache {
             want |= f::WRITEBACK_CACHE;
         }
+        want |= if wants.export {
+            f::EXPORT_SUPPORT
+        } else {
+            f::NO_EXPORT_SUPPORT
+        };
         if wants.passthrough {
             want |= f::PASSTHROUGH;
         }

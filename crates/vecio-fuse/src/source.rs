@@ -30,19 +30,20 @@ struct MountAttr {
 
 /// Opens `source`: a private clone of its mount tree where the server may make one (root),
 /// with access times off under `noatime`; the directory itself otherwise. Returns an `O_PATH`
-/// descriptor of the source directory.
-pub fn open(source: &Path, noatime: bool) -> std::io::Result<OwnedFd> {
+/// descriptor of the source directory, and whether it lies on a private clone.
+pub fn open(source: &Path, noatime: bool) -> std::io::Result<(OwnedFd, bool)> {
     if rustix::process::geteuid().is_root() {
         match clone_tree(source, noatime) {
-            Ok(root) => return Ok(root),
+            Ok(root) => return Ok((root, true)),
             Err(e) => tracing::info!("private view of {}: {e}; serving it as is", source.display()),
         }
     }
-    Ok(rustix::fs::open(
+    let root = rustix::fs::open(
         source,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?)
+    )?;
+    Ok((root, false))
 }
 
 fn clone_tree(source: &Path, noatime: bool) -> std::io::Result<OwnedFd> {
