@@ -26,7 +26,7 @@ const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
   noatime, atime, relatime   access-time updates
   dirsync                directory changes are synchronous
   fsname=NAME            the source column of the mount table
-  subtype=NAME           the type shown as fuse.NAME";
+  subtype=NAME           the type shown as fuse.NAME (subtype=: plain fuse)";
 
 /// Checks one `-o` list while the command line is parsed, so a typo is a usage error.
 fn parse_mount_options(list: &str) -> Result<String, String> {
@@ -84,6 +84,13 @@ pub struct FuseArgs {
     /// Write the process id to this file once mounted.
     #[arg(long)]
     pub pid_file: Option<PathBuf>,
+    /// Go to the background once mounted (as libfuse servers without -f): the parent prints
+    /// the `mounted` line and exits 0, the server serves on in a session of its own.
+    #[arg(long)]
+    pub fork: bool,
+    /// With --fork, append the server's log (standard error) to this file.
+    #[arg(long, requires = "fork", value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }
 
 /// Parses a number of seconds, zero allowed.
@@ -141,7 +148,33 @@ pub fn run(a: FuseArgs) -> Result<()> {
         "mounting"
     );
     let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
+    if a.fork {
+        // No thread runs yet (the signal thread comes in `serve`).
+        if let crate::daemon::Forked::Parent(pid) = crate::daemon::fork_detached(a.log.as_deref())?
+        {
+            announce(&a, pid)?;
+            // The mount and its connection are the child's: no destructor may unmount it.
+            std::process::exit(0);
+        }
+    }
     serve(server, &a)
+}
+
+/// The pid file (with `pid`) and the `mounted ...` line: the mount is ready.
+fn announce(a: &FuseArgs, pid: u32) -> Result<()> {
+    if let Some(p) = &a.pid_file {
+        std::fs::write(p, format!("{pid}\n"))
+            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "mounted {} on {}",
+        a.source.display(),
+        a.mountpoint.display()
+    )?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The server's configuration from the command line.
@@ -192,19 +225,8 @@ fn serve(server: Server, a: &FuseArgs) -> Result<()> {
             eprintln!("vecio: unmount: {e}");
         }
     })?;
-    if let Some(p) = &a.pid_file {
-        std::fs::write(p, format!("{}\n", std::process::id()))
-            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
-    }
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "mounted {} on {}",
-            a.source.display(),
-            a.mountpoint.display()
-        )?;
-        out.flush()?;
+    if !a.fork {
+        announce(a, std::process::id())?;
     }
     let result = server.run();
     if let Some(p) = &a.pid_file {

@@ -166,7 +166,17 @@ pub fn caller_groups(pid: u32) -> Vec<u32> {
         return Vec::new();
     }
     let mut text = String::new();
-    let read = std::fs::File::open(format!("/proc/{pid}/status"))
+    let read = crate::procfs::dir()
+        .and_then(|proc| {
+            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+            Ok(rustix::fs::openat(
+                proc,
+                format!("{pid}/status"),
+                flags,
+                rustix::fs::Mode::empty(),
+            )?)
+        })
+        .map(std::fs::File::from)
         .and_then(|mut f| f.read_to_string(&mut text));
     if read.is_err() {
         return Vec::new();
@@ -196,14 +206,19 @@ pub fn server_is_root() -> bool {
 /// Gives the calling thread its own filesystem context (`unshare(CLONE_FS)`) with umask 0:
 /// modes arrive with the caller's umask already applied and must not be masked twice, and the
 /// process embedding the server keeps its own umask.
-pub fn own_umask() {
+/// Returns true when the thread has its own filesystem context.
+pub fn own_umask() -> bool {
     // SAFETY: CLONE_FS unshares only the cwd, root and umask of this thread; no descriptor
     // table is unshared, so no thread can observe descriptors it does not share.
     match unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) } {
         Ok(()) => {
             rustix::process::umask(rustix::fs::Mode::empty());
+            true
         }
-        Err(e) => tracing::warn!("unshare(CLONE_FS): {e}; new files get the process umask"),
+        Err(e) => {
+            tracing::warn!("unshare(CLONE_FS): {e}; new files get the process umask");
+            false
+        }
     }
 }
 
@@ -228,9 +243,10 @@ impl Drop for CallerUmask {
     }
 }
 
-/// Prepares a serving thread: its own umask, and none of the process's supplementary groups.
+/// Prepares a serving thread: its own umask and working directory (`/proc`, see
+/// `crate::procfs`), and none of the process's supplementary groups.
 pub fn serving_thread() {
-    own_umask();
+    crate::procfs::enter(own_umask());
     drop_own_groups();
 }
 

@@ -40,7 +40,10 @@ impl Inodes {
             // Found again by name under another id meanwhile (it fell out of the table).
             return Err(Errno::NOENT);
         }
-        let mount_fd = self.cache.mount_fd(gone.handle.mount_id).ok_or(Errno::NOENT)?;
+        let mount_fd = self
+            .cache
+            .mount_fd(gone.handle.mount_id)
+            .ok_or(Errno::NOENT)?;
         let fd = {
             let _server = crate::creds::AsServer::new();
             gone.handle
@@ -79,4 +82,3 @@ impl Inodes {
         self.adopt(parent)
     }
 }
-

@@ -2,7 +2,7 @@
 //! directory used to reopen an inode for I/O, and the settings every worker reads.
 
 use std::ffi::CStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Mode, OFlags};
@@ -48,7 +48,7 @@ pub struct Fs {
     /// The fast-read policy for buffered files.
     pub policy: vecio::FastReadPolicy,
     source: PathBuf,
-    proc_fd: OwnedFd,
+    proc_fd: std::os::fd::BorrowedFd<'static>,
     /// A descriptor of the FUSE connection, for passthrough backing-file registration.
     pub dev: std::sync::OnceLock<std::sync::Arc<OwnedFd>>,
     /// File locks served by the backing file system.
@@ -65,14 +65,9 @@ impl Fs {
             source: source_err,
         };
         let (root, cloned) = crate::source::open(source, cfg.noatime).map_err(src_err)?;
-        let proc_fd = rustix::fs::open(
-            "/proc/self/fd",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::Source {
-            path: "/proc/self/fd".into(),
-            source: e.into(),
+        let proc_fd = crate::procfs::dir().map_err(|e| Error::Source {
+            path: "/proc".into(),
+            source: e,
         })?;
         let limit = raise_fd_limit();
         // The kernel's file handles are served where a parent lookup cannot leave the source.
@@ -101,7 +96,7 @@ impl Fs {
             | OFlags::CLOEXEC;
         let fd = inode.fd()?;
         Ok(rustix::fs::openat(
-            &self.proc_fd,
+            self.proc_fd,
             fd.proc_name(),
             flags,
             Mode::empty(),
@@ -125,10 +120,9 @@ impl Fs {
 
     /// An `O_PATH` descriptor of the inode open as `fd`.
     pub fn path_fd_of(&self, fd: &OwnedFd) -> OpResult<OwnedFd> {
-        use std::os::fd::AsRawFd;
         Ok(rustix::fs::openat(
-            &self.proc_fd,
-            fd.as_raw_fd().to_string(),
+            self.proc_fd,
+            crate::procfs::fd_name(fd.as_raw_fd()),
             OFlags::PATH | OFlags::CLOEXEC,
             Mode::empty(),
         )?)
@@ -140,14 +134,14 @@ impl Fs {
     /// own inode and is never resolved further, so the link's target is not reached.
     pub fn proc_path(&self, inode: &Inode) -> OpResult<(InodeFd, std::ffi::CString)> {
         let fd = inode.fd()?;
-        let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.proc_name()))
+        let path = std::ffi::CString::new(crate::procfs::fd_path(fd.as_fd().as_raw_fd()))
             .map_err(|_| Errno::INVAL)?;
         Ok((fd, path))
     }
 
     /// The `/proc/self/fd` directory.
     pub fn proc_dir(&self) -> impl AsFd + '_ {
-        self.proc_fd.as_fd()
+        self.proc_fd
     }
 
     /// A label for error messages about inode `st_ino`.

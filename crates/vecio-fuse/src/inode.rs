@@ -33,10 +33,10 @@ use crate::forgotten::{Forgotten, Gone};
 pub struct InodeFd(Arc<OwnedFd>);
 
 impl InodeFd {
-    /// Name of this descriptor under `/proc/self/fd`, to reopen the inode for I/O. Valid
+    /// Name of this descriptor beneath `/proc` (`self/fd/N`), to reopen the inode for I/O. Valid
     /// while `self` is held.
     pub fn proc_name(&self) -> String {
-        self.0.as_raw_fd().to_string()
+        crate::procfs::fd_name(self.0.as_raw_fd())
     }
 }
 

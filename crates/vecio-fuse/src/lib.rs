@@ -42,6 +42,7 @@ mod mount;
 mod notify;
 mod ops;
 mod passthrough;
+mod procfs;
 mod request;
 mod server;
 mod session;

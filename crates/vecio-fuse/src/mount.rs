@@ -27,7 +27,9 @@ pub struct MountOptions {
     pub flags: MountFlags,
     /// The name shown as the mount's source (`fsname=`); default: the source directory.
     pub fsname: Option<String>,
-    /// The type shown after `fuse.` (`subtype=`); default: `vecio`.
+    /// The type shown after `fuse.` (`subtype=`); default: `vecio`. Empty (`subtype=`): the
+    /// mount's type is plain `fuse`, as a libfuse server's without a subtype (what test suites
+    /// such as xfstests check for).
     pub subtype: String,
 }
 
@@ -76,7 +78,7 @@ impl MountOptions {
                 ("fsname", Some(v)) if !v.is_empty() && !v.contains(',') => {
                     self.fsname = Some(v.to_string())
                 }
-                ("subtype", Some(v)) if !v.is_empty() && !v.contains(',') => {
+                ("subtype", Some(v)) if !v.contains(',') && !v.contains('/') => {
                     self.subtype = v.to_string()
                 }
                 _ => {
@@ -109,8 +111,19 @@ impl MountOptions {
             o.push("default_permissions".into());
         }
         o.push(format!("fsname={fsname}"));
-        o.push(format!("subtype={}", self.subtype));
+        if !self.subtype.is_empty() {
+            o.push(format!("subtype={}", self.subtype));
+        }
         o.join(",")
+    }
+
+    /// The mount's type: `fuse.SUBTYPE`, or `fuse` with an empty subtype.
+    pub fn fstype(&self) -> String {
+        if self.subtype.is_empty() {
+            "fuse".to_string()
+        } else {
+            format!("fuse.{}", self.subtype)
+        }
     }
 
     fn data(&self, fd: i32) -> String {
@@ -187,7 +200,7 @@ impl Mount {
             return Ok((Channel::from_fd(fd), mount));
         }
         let channel = Channel::open()?;
-        let fstype = format!("fuse.{}", opts.subtype);
+        let fstype = opts.fstype();
         let mut flags = opts.flags;
         if opts.read_only {
             flags |= MountFlags::RDONLY;
@@ -268,5 +281,15 @@ mod tests {
         assert!(o.parse_into("allow_otter").is_err());
         assert!(o.parse_into("fsname=").is_err());
         assert!(o.parse_into("ro=1").is_err());
+        assert!(o.parse_into("subtype=a/b").is_err());
+    }
+
+    #[test]
+    fn an_empty_subtype_mounts_plain_fuse() {
+        let mut o = MountOptions::default();
+        assert_eq!(o.fstype(), "fuse.vecio");
+        o.parse_into("subtype=").unwrap();
+        assert_eq!(o.fstype(), "fuse");
+        assert!(!o.fusermount_options("src").contains("subtype"));
     }
 }

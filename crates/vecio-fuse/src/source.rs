@@ -35,7 +35,10 @@ pub fn open(source: &Path, noatime: bool) -> std::io::Result<(OwnedFd, bool)> {
     if rustix::process::geteuid().is_root() {
         match clone_tree(source, noatime) {
             Ok(root) => return Ok((root, true)),
-            Err(e) => tracing::info!("private view of {}: {e}; serving it as is", source.display()),
+            Err(e) => tracing::info!(
+                "private view of {}: {e}; serving it as is",
+                source.display()
+            ),
         }
     }
     let root = rustix::fs::open(

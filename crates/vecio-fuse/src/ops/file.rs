@@ -86,7 +86,7 @@ fn reopen_fd(fs: &Fs, path_fd: &OwnedFd, flags: OFlags) -> OpResult<OwnedFd> {
     let flags = (flags - (OFlags::CREATE | OFlags::EXCL | OFlags::TRUNC)) | OFlags::CLOEXEC;
     Ok(rustix::fs::openat(
         fs.proc_dir(),
-        path_fd.as_raw_fd().to_string(),
+        crate::procfs::fd_name(path_fd.as_raw_fd()),
         flags,
         Mode::empty(),
     )?)
