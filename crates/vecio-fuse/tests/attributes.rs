@@ -137,14 +137,28 @@ fn xattrs_of_a_symlink_are_its_own() {
             buf.len(),
         )
     };
-    assert_eq!(&buf[..n.max(0) as usize], b"on the link", "errno {}", errno());
+    assert_eq!(
+        &buf[..n.max(0) as usize],
+        b"on the link",
+        "errno {}",
+        errno()
+    );
     let list = |p: &std::path::Path| {
-        let out = sh(&format!("getfattr -h -m - --absolute-names '{}'", p.display()));
+        let out = sh(&format!(
+            "getfattr -h -m - --absolute-names '{}'",
+            p.display()
+        ));
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     assert!(list(&fx.m("link")).contains("trusted.vecio"));
-    assert!(list(&fx.s("link")).contains("trusted.vecio"), "on the backing link");
-    assert!(!list(&fx.s("target")).contains("trusted.vecio"), "not on the target");
+    assert!(
+        list(&fx.s("link")).contains("trusted.vecio"),
+        "on the backing link"
+    );
+    assert!(
+        !list(&fx.s("target")).contains("trusted.vecio"),
+        "not on the target"
+    );
     // SAFETY: valid C strings.
     let r = unsafe { libc::lremovexattr(link.as_ptr(), c"trusted.vecio".as_ptr()) };
     assert_eq!(r, 0, "lremovexattr: errno {}", errno());

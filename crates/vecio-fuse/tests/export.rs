@@ -44,9 +44,8 @@ fn handle_of(p: &Path) -> Handle {
 
 fn open_by_handle(mount: &fs::File, h: &mut Handle, flags: i32) -> Result<OwnedFd, i32> {
     // SAFETY: `h` is a complete file_handle; a non-negative return is a new descriptor.
-    let fd = unsafe {
-        libc::open_by_handle_at(mount.as_raw_fd(), (h as *mut Handle).cast(), flags)
-    };
+    let fd =
+        unsafe { libc::open_by_handle_at(mount.as_raw_fd(), (h as *mut Handle).cast(), flags) };
     if fd < 0 {
         return Err(errno());
     }

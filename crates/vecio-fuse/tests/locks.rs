@@ -154,7 +154,15 @@ fn ofd_locks_go_with_the_last_close_of_their_file() {
     assert_eq!(ofd_probe(&m), "busy", "held through the mount");
     assert_eq!(ofd_probe(&s), "busy", "held on the host");
     holder.wait().unwrap();
-    assert_eq!(ofd_probe(&m), "got", "free through the mount once its holder exited");
-    assert_eq!(ofd_probe(&s), "got", "free on the host once its holder exited");
+    assert_eq!(
+        ofd_probe(&m),
+        "got",
+        "free through the mount once its holder exited"
+    );
+    assert_eq!(
+        ofd_probe(&s),
+        "got",
+        "free on the host once its holder exited"
+    );
     drop(fx);
 }
