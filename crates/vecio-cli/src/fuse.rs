@@ -26,7 +26,8 @@ const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
   noatime, atime, relatime   access-time updates
   dirsync                directory changes are synchronous
   fsname=NAME            the source column of the mount table
-  subtype=NAME           the type shown as fuse.NAME (subtype=: plain fuse)";
+  subtype=NAME           the type shown as fuse.NAME (subtype=: plain fuse)
+  timeout_s=N            the kernel aborts the connection when a request waits N s";
 
 /// Checks one `-o` list while the command line is parsed, so a typo is a usage error.
 fn parse_mount_options(list: &str) -> Result<String, String> {

@@ -169,16 +169,27 @@ bitflags::bitflags! {
         const CACHE_SYMLINKS = 1 << 23;
         #[allow(missing_docs)]
         const HANDLE_KILLPRIV_V2 = 1 << 28;
+        /// `fuse_setxattr_in` carries `setxattr_flags` (`FUSE_SETXATTR_ACL_KILL_SGID`).
+        const SETXATTR_EXT = 1 << 29;
         #[allow(missing_docs)]
         const INIT_EXT = 1 << 30;
+        /// Security labels (LSM contexts) come with the requests that create inodes.
+        const SECURITY_CTX = 1 << 32;
+        /// The caller's supplementary group matching the parent comes with creates.
+        const CREATE_SUPP_GROUP = 1 << 34;
         #[allow(missing_docs)]
         const DIRECT_IO_ALLOW_MMAP = 1 << 36;
         #[allow(missing_docs)]
         const PASSTHROUGH = 1 << 37;
         #[allow(missing_docs)]
         const NO_EXPORT_SUPPORT = 1 << 38;
+        /// Idmapped mounts of this file system may be made.
+        const ALLOW_IDMAP = 1 << 40;
         #[allow(missing_docs)]
         const OVER_IO_URING = 1 << 41;
+        /// The kernel aborts the connection when a request waits longer than
+        /// `fuse_init_out.request_timeout` seconds.
+        const REQUEST_TIMEOUT = 1 << 42;
     }
 }
 
@@ -253,6 +264,13 @@ pub const OPEN_KILL_SUIDGID: u32 = 1 << 0;
 pub const LK_FLOCK: u32 = 1 << 0;
 /// `fuse_release_in.release_flags`: also drop the `flock(2)` lock of this open.
 pub const RELEASE_FLOCK_UNLOCK: u32 = 1 << 1;
+
+/// `fuse_setxattr_in.setxattr_flags`: clear setgid when `system.posix_acl_access` is set (the
+/// caller is not in the file's group and lacks `CAP_FSETID`).
+pub const SETXATTR_ACL_KILL_SGID: u32 = 1 << 0;
+/// `fuse_in_header.uid`/`gid` when the kernel cannot map the caller's ids through an idmapped
+/// mount (`FUSE_ALLOW_IDMAP`).
+pub const INVALID_UIDGID: u32 = u32::MAX;
 
 /// `fuse_getattr_in.getattr_flags`: `fh` is valid.
 pub const GETATTR_FH: u32 = 1 << 0;
@@ -339,6 +357,12 @@ abi_struct! {
     FsyncIn { fh: u64, fsync_flags: u32, padding: u32 }
     /// `struct fuse_setxattr_in` (without `FUSE_SETXATTR_EXT`).
     SetxattrIn { size: u32, flags: u32 }
+    /// `struct fuse_setxattr_in` with `FUSE_SETXATTR_EXT`.
+    SetxattrInExt { size: u32, flags: u32, setxattr_flags: u32, padding: u32 }
+    /// `struct fuse_ext_header`: one record of a request's extensions.
+    ExtHeader { size: u32, typ: u32 }
+    /// `struct fuse_secctx`: one security context (its name and value follow).
+    Secctx { size: u32, padding: u32 }
     /// `struct fuse_getxattr_in`.
     GetxattrIn { size: u32, padding: u32 }
     /// `struct fuse_getxattr_out`.

@@ -33,14 +33,24 @@ pub struct AsCaller {
 }
 
 impl AsCaller {
-    /// Switches to `uid`/`gid` and the supplementary groups of thread `pid` when the server runs
-    /// as root and the caller is someone else; otherwise does nothing (an unprivileged server
-    /// acts as itself). A caller whose groups cannot be read (it exited) acts with none.
-    pub fn new(uid: u32, gid: u32, pid: u32) -> AsCaller {
-        if !server_is_root() || (uid == 0 && gid == 0) {
+    /// Switches to `uid`/`gid` and the supplementary groups of thread `pid` (with `extra`, the
+    /// groups the kernel passed with the request: `FUSE_CREATE_SUPP_GROUP`) when the server
+    /// runs as root and the caller is someone else; otherwise does nothing (an unprivileged
+    /// server acts as itself). A caller whose groups cannot be read (it exited) acts with
+    /// `extra` alone. A caller whose ids the kernel could not map through an idmapped mount
+    /// (`FUSE_INVALID_UIDGID`; the kernel checked its permissions, `default_permissions` being
+    /// required there) is served as the server.
+    pub fn new(uid: u32, gid: u32, pid: u32, extra: &[u32]) -> AsCaller {
+        let unmapped = uid == crate::abi::INVALID_UIDGID || gid == crate::abi::INVALID_UIDGID;
+        if !server_is_root() || (uid == 0 && gid == 0) || unmapped {
             return AsCaller { switched: false };
         }
-        let groups = caller_groups(pid);
+        let mut groups = caller_groups(pid);
+        for g in extra {
+            if !groups.contains(g) {
+                groups.push(*g);
+            }
+        }
         set_groups(&groups);
         // SAFETY: setfsgid/setfsuid change only this thread's filesystem ids; they cannot
         // fail in a way that leaves memory unsafe. The group goes first: once the fsuid is no

@@ -55,6 +55,8 @@ pub struct Fs {
     pub locks: crate::ops::Locks,
     /// Notifications to the kernel.
     pub notify: crate::notify::Notifier,
+    /// What `FUSE_INIT` agreed (set once the kernel answered).
+    pub granted: std::sync::OnceLock<crate::abi::InitFlags>,
 }
 
 impl Fs {
@@ -83,6 +85,7 @@ impl Fs {
             dev: std::sync::OnceLock::new(),
             locks: crate::ops::Locks::default(),
             notify: Default::default(),
+            granted: Default::default(),
         })
     }
 
@@ -142,6 +145,11 @@ impl Fs {
     /// The `/proc/self/fd` directory.
     pub fn proc_dir(&self) -> impl AsFd + '_ {
         self.proc_fd
+    }
+
+    /// True when `FUSE_INIT` agreed on `flag`.
+    pub fn granted(&self, flag: crate::abi::InitFlags) -> bool {
+        self.granted.get().is_some_and(|f| f.contains(flag))
     }
 
     /// A label for error messages about inode `st_ino`.

@@ -31,6 +31,7 @@ mod creds;
 mod dev;
 mod error;
 mod export;
+mod ext;
 mod fhandle;
 mod forgotten;
 mod fs;

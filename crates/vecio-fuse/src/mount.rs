@@ -31,6 +31,9 @@ pub struct MountOptions {
     /// mount's type is plain `fuse`, as a libfuse server's without a subtype (what test suites
     /// such as xfstests check for).
     pub subtype: String,
+    /// Seconds a request may wait for the server before the kernel aborts the connection
+    /// (`timeout_s=`, `FUSE_REQUEST_TIMEOUT`; a server option, as in libfuse).
+    pub request_timeout: Option<u16>,
 }
 
 impl Default for MountOptions {
@@ -44,6 +47,7 @@ impl Default for MountOptions {
             flags: MountFlags::NOSUID | MountFlags::NODEV,
             fsname: None,
             subtype: "vecio".to_string(),
+            request_timeout: None,
         }
     }
 }
@@ -80,6 +84,9 @@ impl MountOptions {
                 }
                 ("subtype", Some(v)) if !v.contains(',') && !v.contains('/') => {
                     self.subtype = v.to_string()
+                }
+                ("timeout_s", Some(v)) if v.parse::<u16>().is_ok_and(|s| s > 0) => {
+                    self.request_timeout = v.parse().ok()
                 }
                 _ => {
                     return Err(Error::Option(format!(

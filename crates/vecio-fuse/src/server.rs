@@ -113,6 +113,8 @@ impl Server {
             posix_acl: self.cfg.mount.default_permissions,
             writeback_cache: self.cfg.fs.writeback_cache,
             export: self.fs.inodes.exports(),
+            request_timeout: self.cfg.mount.request_timeout,
+            idmap: self.cfg.mount.default_permissions,
         };
         let mut buf = vec![0u8; crate::abi::MIN_READ_BUFFER * 2];
         let negotiated = session::negotiate(&self.chan, &mut buf, wants)?;
@@ -125,6 +127,7 @@ impl Server {
             }
         })?);
         self.fs.notify.connect(dev.clone());
+        let _ = self.fs.granted.set(negotiated.flags);
         if negotiated.has(crate::abi::InitFlags::PASSTHROUGH) {
             if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
                 let _ = self.fs.dev.set(Arc::new(d));
