@@ -23,8 +23,8 @@ const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
   nosuid, suid           ignore / honour set-user-id bits
   nodev, dev             ignore / honour device files
   noexec, exec           forbid / allow running programs
-  noatime, atime, relatime   access-time updates
-  dirsync                directory changes are synchronous
+  noatime, atime, relatime, strictatime, nodiratime, lazytime   access-time updates
+  sync, async, dirsync   synchronous writes / directory changes
   fsname=NAME            the source column of the mount table
   subtype=NAME           the type shown as fuse.NAME (subtype=: plain fuse)
   timeout_s=N            the kernel aborts the connection when a request waits N s";
@@ -92,6 +92,14 @@ pub struct FuseArgs {
     /// With --fork, append the server's log (standard error) to this file.
     #[arg(long, requires = "fork", value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Print nothing once mounted (mount(8)'s helper stays quiet).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Confinement of the serving threads: namespace (new mount, IPC, UTS and network
+    /// namespaces, a pivot into SOURCE, capabilities dropped, no_new_privs; where the kernel
+    /// allows) or none.
+    #[arg(long, default_value = "namespace", value_name = "namespace|none")]
+    pub sandbox: vecio_fuse::Sandbox,
 }
 
 /// Parses a number of seconds, zero allowed.
@@ -167,6 +175,9 @@ fn announce(a: &FuseArgs, pid: u32) -> Result<()> {
         std::fs::write(p, format!("{pid}\n"))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
     }
+    if a.quiet {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -197,6 +208,7 @@ fn config(a: &FuseArgs) -> Result<Config> {
     cfg.fs.passthrough = a.passthrough;
     cfg.fs.passthrough_direct = a.passthrough_direct;
     cfg.uring = a.uring;
+    cfg.sandbox = a.sandbox;
     if a.uring && !vecio_fuse::uring_enabled() {
         let knob = "/sys/module/fuse/parameters/enable_uring";
         match std::fs::write(knob, "Y") {
@@ -229,7 +241,14 @@ fn serve(server: Server, a: &FuseArgs) -> Result<()> {
     if !a.fork {
         announce(a, std::process::id())?;
     }
-    let result = server.run();
+    // Served from a thread of its own: the sandbox confines the serving threads, and this one
+    // stays outside to remove the pid file by its path.
+    let result = std::thread::Builder::new()
+        .name("vecio-fuse".into())
+        .spawn(move || server.run())
+        .context("starting the server thread")?
+        .join()
+        .unwrap_or_else(|_| Err(vecio_fuse::Error::Init("the server thread panicked".into())));
     if let Some(p) = &a.pid_file {
         let _ = std::fs::remove_file(p);
     }

@@ -7,7 +7,7 @@
 //!   only the name shown in the mount table, as with libfuse's passthrough examples).
 //! - Options of the server itself: `source=DIR`, `passthrough`, `passthrough_direct`, `uring`,
 //!   `threads=N`, `engine=KIND`, `max_pages=N`, `timeout=SECS` (name and attribute cache),
-//!   `log=FILE` (the server's standard error). The rest are `vecio fuse -o` options; mount(8)'s
+//!   `log=FILE` (the server's standard error), `sandbox=namespace|none`. The rest are `vecio fuse -o` options; mount(8)'s
 //!   own (`defaults`, `auto`, `noauto`, `user`, `users`, `nofail`, `_netdev`, `x-*`) are dropped.
 //! - A remount (`-o remount,...`) is passed to the kernel (`mount(2)` with `MS_REMOUNT` and the
 //!   mount flags the options give), never to a second server: the running server keeps
@@ -90,7 +90,7 @@ fn options(req: &mut Request, list: &str) -> Result<()> {
             ("passthrough" | "passthrough_direct" | "uring", None) => {
                 req.server_args.push(format!("--{}", key.replace('_', "-")))
             }
-            ("threads" | "engine" | "max_pages" | "timeout" | "log", Some(v)) => {
+            ("threads" | "engine" | "max_pages" | "timeout" | "log" | "sandbox", Some(v)) => {
                 req.server_args.push(format!("--{}", key.replace('_', "-")));
                 req.server_args.push(v.to_string());
             }
@@ -112,7 +112,7 @@ pub fn run(args: Vec<OsString>) -> Result<()> {
     if req.remount {
         return remount(&req);
     }
-    let mut argv: Vec<String> = vec!["vecio".into(), "fuse".into(), "--fork".into()];
+    let mut argv: Vec<String> = vec!["vecio".into(), "fuse".into(), "--fork".into(), "-q".into()];
     argv.push(req.source_dir.clone().unwrap_or_else(|| req.source.clone()));
     argv.push(req.mountpoint.display().to_string());
     let mut opts = req.mount_opts.clone();

@@ -59,6 +59,10 @@ fn the_mount_helper_mounts_remounts_in_the_kernel_and_unmounts() {
     let run = |args: &[&str]| Command::new(&helper).args(args).output().unwrap();
     let out = run(&["tag1", mnt.to_str().unwrap(), "-o", &opts]);
     assert!(out.status.success(), "mount: {out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "a mount helper says nothing: {out:?}"
+    );
     let line = mountinfo(&mnt).expect("mounted once the helper returned");
     let fields: Vec<&str> = line.split(" - ").nth(1).unwrap().split(' ').collect();
     assert_eq!(&fields[..2], ["fuse", "tag1"], "{line}");

@@ -41,7 +41,11 @@ fn a_hung_server_is_aborted_by_the_kernel() {
     assert_eq!(fs::read_to_string(mnt.join("f")).unwrap(), "x");
     // The server stops answering; a caller asks for something the kernel has not cached.
     let pid = server.id().to_string();
-    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
     let (tx, rx) = mpsc::channel();
     let probe = mnt.join("new-name");
     let started = Instant::now();

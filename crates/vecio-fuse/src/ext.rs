@@ -108,16 +108,25 @@ mod tests {
         assert_eq!(ext.secctx, [(c"security.selinux", &b"label"[..])]);
         assert_eq!(ext.groups, [100, 200]);
         // No context at all (no LSM labels files): an empty list.
-        assert!(Extensions::parse(&record(0, &[])).unwrap().secctx.is_empty());
+        assert!(Extensions::parse(&record(0, &[]))
+            .unwrap()
+            .secctx
+            .is_empty());
     }
 
     #[test]
     fn refuses_malformed_records() {
         assert!(Extensions::parse(&[1, 2, 3]).is_err());
         let mut short = record(EXT_GROUPS, &9u32.to_ne_bytes());
-        assert!(Extensions::parse(&short).is_err(), "9 groups announced, none there");
+        assert!(
+            Extensions::parse(&short).is_err(),
+            "9 groups announced, none there"
+        );
         short[0] = 200;
         assert!(Extensions::parse(&short).is_err(), "size past the end");
-        assert!(Extensions::parse(&record(1, &[0; 8])).is_err(), "context without a name");
+        assert!(
+            Extensions::parse(&record(1, &[0; 8])).is_err(),
+            "context without a name"
+        );
     }
 }

@@ -57,6 +57,8 @@ pub struct Fs {
     pub notify: crate::notify::Notifier,
     /// What `FUSE_INIT` agreed (set once the kernel answered).
     pub granted: std::sync::OnceLock<crate::abi::InitFlags>,
+    /// The private clone of the source's mounts, for the sandbox to pivot into (taken once).
+    pub tree: std::sync::Mutex<Option<OwnedFd>>,
 }
 
 impl Fs {
@@ -67,6 +69,9 @@ impl Fs {
             source: source_err,
         };
         let (root, cloned) = crate::source::open(source, cfg.noatime).map_err(src_err)?;
+        let tree = cloned
+            .then(|| rustix::io::fcntl_dupfd_cloexec(&root, 0).ok())
+            .flatten();
         let proc_fd = crate::procfs::dir().map_err(|e| Error::Source {
             path: "/proc".into(),
             source: e,
@@ -86,6 +91,7 @@ impl Fs {
             locks: crate::ops::Locks::default(),
             notify: Default::default(),
             granted: Default::default(),
+            tree: std::sync::Mutex::new(tree),
         })
     }
 
@@ -150,6 +156,11 @@ impl Fs {
     /// True when `FUSE_INIT` agreed on `flag`.
     pub fn granted(&self, flag: crate::abi::InitFlags) -> bool {
         self.granted.get().is_some_and(|f| f.contains(flag))
+    }
+
+    /// The source directory's path (as given).
+    pub fn source(&self) -> &Path {
+        &self.source
     }
 
     /// A label for error messages about inode `st_ino`.

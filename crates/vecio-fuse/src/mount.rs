@@ -78,6 +78,15 @@ impl MountOptions {
                 ("atime", None) => self.flags.remove(MountFlags::NOATIME),
                 ("noatime", None) => self.flags.insert(MountFlags::NOATIME),
                 ("relatime", None) => self.flags.insert(MountFlags::RELATIME),
+                ("norelatime", None) => self.flags.remove(MountFlags::RELATIME),
+                ("strictatime", None) => self.flags.insert(MountFlags::STRICTATIME),
+                ("nostrictatime", None) => self.flags.remove(MountFlags::STRICTATIME),
+                ("diratime", None) => self.flags.remove(MountFlags::NODIRATIME),
+                ("nodiratime", None) => self.flags.insert(MountFlags::NODIRATIME),
+                ("lazytime", None) => self.flags.insert(MountFlags::LAZYTIME),
+                ("nolazytime", None) => self.flags.remove(MountFlags::LAZYTIME),
+                ("sync", None) => self.flags.insert(MountFlags::SYNCHRONOUS),
+                ("async", None) => self.flags.remove(MountFlags::SYNCHRONOUS),
                 ("dirsync", None) => self.flags.insert(MountFlags::DIRSYNC),
                 ("fsname", Some(v)) if !v.is_empty() && !v.contains(',') => {
                     self.fsname = Some(v.to_string())

@@ -29,6 +29,8 @@ pub struct Config {
     /// Ask for FUSE over io_uring (the fuse module's `enable_uring` must be on); requests then
     /// arrive through one ring per CPU instead of `/dev/fuse` reads.
     pub uring: bool,
+    /// How the serving threads are confined (`crate::sandbox`).
+    pub sandbox: crate::sandbox::Sandbox,
 }
 
 impl Default for Config {
@@ -40,6 +42,7 @@ impl Default for Config {
             max_pages: session::max_pages_limit(),
             engine: EngineKind::Uring,
             uring: false,
+            sandbox: Default::default(),
         }
     }
 }
@@ -138,6 +141,20 @@ impl Server {
         for _ in 1..self.cfg.threads {
             chans.push(self.chan.clone_channel()?);
         }
+        // Counted, and /dev/fuse opened for each worker, before the sandbox hides /sys and /dev.
+        let queues = crate::uring::queue_count();
+        if self.cfg.sandbox == crate::sandbox::Sandbox::Namespace {
+            let tree = self
+                .fs
+                .tree
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            crate::sandbox::enter(tree, self.fs.source()).map_err(|e| Error::Device {
+                what: "entering the sandbox",
+                source: e,
+            })?;
+        }
         let Server {
             chan,
             fs,
@@ -165,7 +182,7 @@ impl Server {
         }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let rings = if negotiated.has(crate::abi::InitFlags::OVER_IO_URING) {
-            start_rings(&dev, &fs, cfg.engine, &negotiated, &stats, &stop)?
+            start_rings(&dev, &fs, cfg.engine, &negotiated, &stats, &stop, queues)?
         } else {
             if cfg.uring {
                 tracing::warn!(
@@ -226,10 +243,11 @@ fn start_rings(
     negotiated: &Negotiated,
     stats: &Arc<WorkerStats>,
     stop: &Arc<std::sync::atomic::AtomicBool>,
+    queues: usize,
 ) -> Result<Vec<std::thread::JoinHandle<Result<()>>>> {
     let payload = (negotiated.max_write as usize).max(crate::abi::MIN_READ_BUFFER);
     let mut threads = Vec::new();
-    for qid in 0..crate::uring::queue_count() {
+    for qid in 0..queues {
         let (dev, fs, stats, stop) = (dev.clone(), fs.clone(), stats.clone(), stop.clone());
         let engine = build_engine(engine)?;
         // The queue (raw iovec pointers into its own buffers) is built on its thread.

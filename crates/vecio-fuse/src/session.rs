@@ -99,11 +99,7 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
                 init.major, init.minor
             )));
         }
-        let mut kernel = f::from_bits_retain(init.flags as u64);
-        if kernel.contains(f::INIT_EXT) {
-            kernel |= f::from_bits_retain((init.flags2 as u64) << 32);
-        }
-        let flags = agree(kernel, &wants);
+        let flags = agree(crate::wire::offered(&init), &wants);
         let max_pages = wants.max_pages.clamp(1, max_pages_limit());
         let max_write = max_pages as u32 * vecio::PAGE_SIZE as u32;
         let out = InitOut {
@@ -137,7 +133,7 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
 
 /// The `FUSE_INIT` flags vecio takes from what the kernel offers (`kernel`): each feature only
 /// when offered.
-fn agree(kernel: f, wants: &InitWants) -> f {
+pub(crate) fn agree(kernel: f, wants: &InitWants) -> f {
     let mut want = f::ASYNC_READ
         | f::BIG_WRITES
         | f::DO_READDIRPLUS
@@ -224,7 +220,10 @@ mod tests {
         let new_kernel = old_kernel | newer;
         let got = agree(new_kernel, &wants());
         assert!(got.contains(newer - f::NO_EXPORT_SUPPORT));
-        assert!(!got.contains(f::NO_EXPORT_SUPPORT), "both export flags at once");
+        assert!(
+            !got.contains(f::NO_EXPORT_SUPPORT),
+            "both export flags at once"
+        );
         let plain = InitWants {
             export: false,
             request_timeout: None,

@@ -37,7 +37,11 @@ fn an_execute_only_program_runs_and_cannot_be_read() {
         fs::set_permissions(fx.m("prog"), fs::Permissions::from_mode(0o010)).unwrap();
         for path in [prog.clone(), fx.s("prog").to_str().unwrap().to_string()] {
             let run = as_nobody(&["sh", "-c", &format!("exec '{path}'")]);
-            assert_eq!(run.status.code(), Some(126), "{opts}: nobody ran {path} (mode 010)");
+            assert_eq!(
+                run.status.code(),
+                Some(126),
+                "{opts}: nobody ran {path} (mode 010)"
+            );
         }
     }
 }

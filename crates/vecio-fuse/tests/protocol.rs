@@ -144,9 +144,17 @@ fn idmapped_mounts_map_owners() {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         fs::write(at.join("made"), "through the idmapped mount").unwrap();
         let src = fs::metadata(fx.s("made")).unwrap();
-        assert_eq!((src.uid(), src.gid()), (12345, 12345), "owner in the source");
+        assert_eq!(
+            (src.uid(), src.gid()),
+            (12345, 12345),
+            "owner in the source"
+        );
         let shown = fs::metadata(at.join("made")).unwrap();
-        assert_eq!((shown.uid(), shown.gid()), (0, 0), "owner through the idmapped mount");
+        assert_eq!(
+            (shown.uid(), shown.gid()),
+            (0, 0),
+            "owner through the idmapped mount"
+        );
         fs::create_dir(at.join("dir")).unwrap();
         assert_eq!(fs::metadata(fx.s("dir")).unwrap().uid(), 12345);
     }));
@@ -196,13 +204,20 @@ fn a_supplementary_group_lets_a_member_create() {
         let path = fx.m("g");
         let made = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--groups=12345", "--"])
-            .args(["sh", "-c", &format!("touch '{0}/f' && mkdir '{0}/d'", path.display())])
+            .args([
+                "sh",
+                "-c",
+                &format!("touch '{0}/f' && mkdir '{0}/d'", path.display()),
+            ])
             .output()
             .unwrap();
         assert!(made.status.success(), "{opts}: {made:?}");
         let st = fs::metadata(fx.s("g/f")).unwrap();
         assert_eq!(st.uid(), 65534);
         let denied = as_nobody(&["touch", &format!("{}/no", path.display())]);
-        assert!(!denied.status.success(), "{opts}: a non-member created in the directory");
+        assert!(
+            !denied.status.success(),
+            "{opts}: a non-member created in the directory"
+        );
     }
 }

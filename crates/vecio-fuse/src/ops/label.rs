@@ -24,7 +24,12 @@ pub fn apply(fs: &Fs, answer: &Answer, labels: &[(&CStr, &[u8])]) -> OpResult<()
     let (_held, path) = fs.proc_path(&inode)?;
     let _server = AsServer::new();
     for (name, value) in labels {
-        rustix::fs::setxattr(path.as_c_str(), *name, value, rustix::fs::XattrFlags::empty())?;
+        rustix::fs::setxattr(
+            path.as_c_str(),
+            *name,
+            value,
+            rustix::fs::XattrFlags::empty(),
+        )?;
     }
     Ok(())
 }
@@ -43,7 +48,12 @@ mod tests {
         let fs = Fs::new(dir.path(), Default::default()).unwrap();
         let (id, st) = fs.inodes.lookup(crate::abi::ROOT_ID, c"new").unwrap();
         let answer = Answer::of(&fs.cfg.timeouts.entry(id, from_stat(&st)));
-        apply(&fs, &answer, &[(c"user.vecio.label", &b"system_u:object_r:x"[..])]).unwrap();
+        apply(
+            &fs,
+            &answer,
+            &[(c"user.vecio.label", &b"system_u:object_r:x"[..])],
+        )
+        .unwrap();
         let mut buf = [0u8; 64];
         let n = rustix::fs::getxattr(dir.path().join("new"), c"user.vecio.label", &mut buf[..])
             .unwrap();

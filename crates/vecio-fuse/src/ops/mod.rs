@@ -21,8 +21,8 @@ use zerocopy::{Immutable, IntoBytes};
 use crate::abi::{InHeader, Opcode, WriteOut};
 use crate::creds::AsCaller;
 use crate::error::{Errno, OpResult};
-use crate::fs::Fs;
 use crate::ext::Extensions;
+use crate::fs::Fs;
 use crate::request::Body;
 use crate::worker::WorkerStats;
 
