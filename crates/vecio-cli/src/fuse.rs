@@ -98,7 +98,12 @@ pub struct FuseArgs {
     /// Confinement of the serving threads: namespace (new mount, IPC, UTS and network
     /// namespaces, a pivot into SOURCE, capabilities dropped, no_new_privs; where the kernel
     /// allows) or none.
-    #[arg(long, default_value = "namespace", value_name = "namespace|none")]
+    #[arg(
+        long,
+        default_value = "namespace",
+        value_name = "namespace|none",
+        env = "VECIO_FUSE_SANDBOX"
+    )]
     pub sandbox: vecio_fuse::Sandbox,
 }
 
