@@ -107,8 +107,9 @@ impl Server {
         }
     }
 
-    /// Serves until the file system is unmounted; then returns what was agreed and counted.
-    pub fn run(self) -> Result<Summary> {
+    /// Answers `FUSE_INIT` and keeps a descriptor of the connection (passthrough registration,
+    /// notifications and the io_uring commands name the connection through it).
+    fn negotiate(&self) -> Result<(Negotiated, Arc<std::os::fd::OwnedFd>)> {
         let wants = InitWants {
             max_pages: self.cfg.max_pages,
             passthrough: self.cfg.fs.passthrough,
@@ -121,21 +122,44 @@ impl Server {
         };
         let mut buf = vec![0u8; crate::abi::MIN_READ_BUFFER * 2];
         let negotiated = session::negotiate(&self.chan, &mut buf, wants)?;
-        // A descriptor of the connection kept by the server itself: passthrough registration
-        // and the io_uring commands name the connection through it.
-        let dev = Arc::new(rustix::io::fcntl_dupfd_cloexec(&self.chan, 0).map_err(|e| {
-            Error::Device {
+        let dup = |fd: &dyn std::os::fd::AsFd| {
+            rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| Error::Device {
                 what: "dup",
                 source: e.into(),
-            }
-        })?);
+            })
+        };
+        let dev = Arc::new(dup(&self.chan)?);
         self.fs.notify.connect(dev.clone());
         let _ = self.fs.granted.set(negotiated.flags);
         if negotiated.has(crate::abi::InitFlags::PASSTHROUGH) {
-            if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
+            if let Ok(d) = dup(&*dev) {
                 let _ = self.fs.dev.set(Arc::new(d));
             }
         }
+        Ok((negotiated, dev))
+    }
+
+    /// Enters the sandbox on this thread (the workers started after inherit it).
+    fn confine(&self) -> Result<()> {
+        if self.cfg.sandbox != crate::sandbox::Sandbox::Namespace {
+            return Ok(());
+        }
+        let tree = self
+            .fs
+            .tree
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        crate::sandbox::enter(tree, self.fs.source()).map_err(|e| Error::Device {
+            what: "entering the sandbox",
+            source: e,
+        })?;
+        Ok(())
+    }
+
+    /// Serves until the file system is unmounted; then returns what was agreed and counted.
+    pub fn run(self) -> Result<Summary> {
+        let (negotiated, dev) = self.negotiate()?;
         let stats = Arc::new(WorkerStats::default());
         let mut chans = Vec::with_capacity(self.cfg.threads);
         for _ in 1..self.cfg.threads {
@@ -143,18 +167,7 @@ impl Server {
         }
         // Counted, and /dev/fuse opened for each worker, before the sandbox hides /sys and /dev.
         let queues = crate::uring::queue_count();
-        if self.cfg.sandbox == crate::sandbox::Sandbox::Namespace {
-            let tree = self
-                .fs
-                .tree
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
-            crate::sandbox::enter(tree, self.fs.source()).map_err(|e| Error::Device {
-                what: "entering the sandbox",
-                source: e,
-            })?;
-        }
+        self.confine()?;
         let Server {
             chan,
             fs,
