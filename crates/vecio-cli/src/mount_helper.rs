@@ -115,7 +115,10 @@ pub fn run(args: Vec<OsString>) -> Result<()> {
     let mut argv: Vec<String> = vec!["vecio".into(), "fuse".into(), "--fork".into(), "-q".into()];
     argv.push(req.source_dir.clone().unwrap_or_else(|| req.source.clone()));
     argv.push(req.mountpoint.display().to_string());
-    let mut opts = req.mount_opts.clone();
+    // mount(8) passes nosuid, nodev and noexec when asked for, never their defaults (suid,
+    // dev, exec): start from those, as any file system mount(8) mounts.
+    let mut opts = vec!["suid".to_string(), "dev".to_string()];
+    opts.extend(req.mount_opts.iter().cloned());
     if !opts.iter().any(|o| o.starts_with("fsname=")) {
         opts.push(format!("fsname={}", req.source.replace(',', "_")));
     }

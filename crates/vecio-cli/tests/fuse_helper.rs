@@ -66,6 +66,10 @@ fn the_mount_helper_mounts_remounts_in_the_kernel_and_unmounts() {
     let line = mountinfo(&mnt).expect("mounted once the helper returned");
     let fields: Vec<&str> = line.split(" - ").nth(1).unwrap().split(' ').collect();
     assert_eq!(&fields[..2], ["fuse", "tag1"], "{line}");
+    // mount(8) passes nodev and nosuid when asked for, never dev and suid: those are the
+    // helper's defaults, as for any file system mount(8) mounts.
+    let flags = line.split(' ').nth(5).unwrap();
+    assert!(!flags.contains("nodev") && !flags.contains("nosuid"), "{line}");
     fs::write(mnt.join("f"), "through the helper").unwrap();
     assert_eq!(
         fs::read_to_string(src.join("f")).unwrap(),
