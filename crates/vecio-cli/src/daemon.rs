@@ -15,9 +15,10 @@ pub enum Forked {
 }
 
 /// `fork(2)`; the child starts a session of its own with standard input and output on
-/// /dev/null and standard error appended to `log` (kept as it is without one). Must be called
+/// /dev/null and standard error appended to `log` (kept as it is without one), in `/` with
+/// `to_root` (paths relative to the caller's directory must then be resolved before). Must be called
 /// while the process has a single thread: the child is a copy of the calling thread only.
-pub fn fork_detached(log: Option<&Path>) -> Result<Forked> {
+pub fn fork_detached(log: Option<&Path>, to_root: bool) -> Result<Forked> {
     // SAFETY: the caller guarantees no other thread runs, so the child is a whole copy; it only
     // returns into ordinary Rust code.
     let pid = unsafe { libc::fork() };
@@ -41,6 +42,11 @@ pub fn fork_detached(log: Option<&Path>) -> Result<Forked> {
             .with_context(|| format!("{}: cannot open the log", p.display()))?,
         None => null.try_clone().context("/dev/null")?,
     };
+    if to_root {
+        // A daemon keeps no directory busy (mount(8) may run it from inside a mount that is
+        // unmounted next).
+        rustix::process::chdir("/").context("chdir /")?;
+    }
     let targets = [(&null, 0), (&null, 1)];
     let with_log = log.map(|_| (&err, 2));
     for (file, fd) in targets.into_iter().chain(with_log) {

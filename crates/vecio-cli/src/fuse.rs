@@ -142,7 +142,9 @@ fn mounted_at(path: &std::path::Path) -> Option<String> {
 }
 
 /// Runs `vecio fuse`.
-pub fn run(a: FuseArgs) -> Result<()> {
+pub fn run(mut a: FuseArgs) -> Result<()> {
+    // A forked server leaves this directory: its pid file is named from the root.
+    a.pid_file = a.pid_file.map(|p| std::path::absolute(&p).unwrap_or(p));
     if let Some(what) = mounted_at(&a.mountpoint) {
         anyhow::bail!(
             "{}: already a mount point of {what}; unmount it first (fusermount3 -u {})",
@@ -164,7 +166,8 @@ pub fn run(a: FuseArgs) -> Result<()> {
     let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
     if a.fork {
         // No thread runs yet (the signal thread comes in `serve`).
-        if let crate::daemon::Forked::Parent(pid) = crate::daemon::fork_detached(a.log.as_deref())?
+        if let crate::daemon::Forked::Parent(pid) =
+            crate::daemon::fork_detached(a.log.as_deref(), true)?
         {
             announce(&a, pid)?;
             // The mount and its connection are the child's: no destructor may unmount it.

@@ -136,6 +136,8 @@ pub fn run(args: Vec<OsString>) -> Result<()> {
 /// `MS_REMOUNT` with the flags the options give (read-only, nosuid, noatime...).
 fn remount(req: &Request) -> Result<()> {
     let mut opts = MountOptions::default();
+    // As for a mount: suid and dev unless mount(8) passes nosuid or nodev.
+    opts.parse_into("suid,dev")?;
     for o in &req.mount_opts {
         opts.parse_into(o)?;
     }

@@ -317,7 +317,7 @@ fn exit_with_parent_and_pid_file(a: &NbdArgs) -> Result<()> {
 fn fork_server(lines: &[String], pid_file: Option<&std::path::Path>) -> Result<()> {
     std::io::stdout().flush()?;
     // Called before this process starts any thread (the signal thread comes after).
-    let pid = match crate::daemon::fork_detached(None).context("--fork")? {
+    let pid = match crate::daemon::fork_detached(None, false).context("--fork")? {
         crate::daemon::Forked::Child => return Ok(()),
         crate::daemon::Forked::Parent(pid) => pid,
     };

@@ -69,7 +69,10 @@ fn the_mount_helper_mounts_remounts_in_the_kernel_and_unmounts() {
     // mount(8) passes nodev and nosuid when asked for, never dev and suid: those are the
     // helper's defaults, as for any file system mount(8) mounts.
     let flags = line.split(' ').nth(5).unwrap();
-    assert!(!flags.contains("nodev") && !flags.contains("nosuid"), "{line}");
+    assert!(
+        !flags.contains("nodev") && !flags.contains("nosuid"),
+        "{line}"
+    );
     fs::write(mnt.join("f"), "through the helper").unwrap();
     assert_eq!(
         fs::read_to_string(src.join("f")).unwrap(),
@@ -86,12 +89,16 @@ fn the_mount_helper_mounts_remounts_in_the_kernel_and_unmounts() {
         &format!("{opts},remount,ro"),
     ]);
     assert!(out.status.success(), "remount: {out:?}");
-    assert!(mountinfo(&mnt)
+    let flags = mountinfo(&mnt)
         .unwrap()
         .split(' ')
         .nth(5)
         .unwrap()
-        .starts_with("ro"));
+        .to_string();
+    assert!(
+        flags.starts_with("ro") && !flags.contains("nodev"),
+        "{flags}"
+    );
     let e = fs::write(mnt.join("g"), "x").unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EROFS));
     assert_eq!(servers_of(&mnt), servers, "no second server");

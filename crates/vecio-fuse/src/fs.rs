@@ -85,7 +85,8 @@ impl Fs {
             handles: Handles::default(),
             cfg,
             policy: vecio::FastReadPolicy::default(),
-            source: source.to_path_buf(),
+            // Absolute: a server that goes to the background leaves its directory.
+            source: std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf()),
             proc_fd,
             dev: std::sync::OnceLock::new(),
             locks: crate::ops::Locks::default(),
