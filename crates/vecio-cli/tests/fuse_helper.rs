@@ -36,6 +36,17 @@ fn servers_of(mnt: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// Unmounts (lazily) whatever is still on the mount point when the test ends, however.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        if mountinfo(&self.0).is_some() {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
 #[test]
 fn the_mount_helper_mounts_remounts_in_the_kernel_and_unmounts() {
     if fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0)
@@ -48,6 +59,7 @@ fn the_mount_helper_mounts_remounts_in_the_kernel_and_unmounts() {
     let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
     fs::create_dir(&src).unwrap();
     fs::create_dir(&mnt).unwrap();
+    let _guard = Unmount(mnt.clone());
     let helper = dir.path().join("mount.fuse.vecio");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vecio"), &helper).unwrap();
     let log = dir.path().join("server.log");
