@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz conformance soak run bench docs install-docs
+.PHONY: setup build test fuzz conformance xfstests soak run bench docs install-docs
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -14,6 +14,7 @@ test: setup
 	$(CARGO) test --workspace --release
 	$(MAKE) fuzz FUZZ_SECONDS=30
 	$(MAKE) conformance
+	$(MAKE) xfstests
 
 # pjdfstest (POSIX) on vecio fuse mounts: plain, --uring and --passthrough; 0 failures each.
 conformance:
@@ -24,13 +25,20 @@ conformance:
 soak: setup
 	bash scripts/soak
 
-# The NBD request and option decoders under libFuzzer for a bounded time. cargo-fuzz comes from
-# crates.io; the stable toolchain builds the target (RUSTC_BOOTSTRAP for the -Z flags it passes,
-# no sanitizer: the decoders have no unsafe code, the fuzzer hunts panics and round-trip breaks).
+# xfstests (the generic tests in scripts/xfstests.list) on vecio fuse mounts: plain,
+# --passthrough and --uring at once; 0 failures each (results under target/xfstests/).
+xfstests:
+	bash scripts/xfstests
+
+# The NBD request and option decoders, and the FUSE request decoder, under libFuzzer for a
+# bounded time each. cargo-fuzz comes from crates.io; the stable toolchain builds the targets
+# (RUSTC_BOOTSTRAP for the -Z flags it passes, no sanitizer: the decoders have no unsafe code,
+# the fuzzer hunts panics and round-trip breaks).
 FUZZ_SECONDS ?= 60
 fuzz:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run nbd_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
+	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run fuse_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 
 # Every experiment, quick mode, on scratch files in a temp dir on the current filesystem; the
 # report goes to ./report.

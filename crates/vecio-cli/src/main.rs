@@ -5,9 +5,11 @@
 mod bench;
 mod bench_fuse;
 mod cli;
+mod daemon;
 mod docs;
 mod fuse;
 mod info;
+mod mount_helper;
 mod nbd;
 mod probe;
 mod report;
@@ -19,6 +21,17 @@ use std::io::IsTerminal;
 use clap::Parser;
 
 fn main() {
+    // Called as mount(8)'s helper (`mount -t fuse.vecio`, through a link named
+    // mount.fuse.vecio): mount(8)'s arguments, not vecio's.
+    if mount_helper::called_as_helper() {
+        init_logging(false);
+        if let Err(e) = mount_helper::run(std::env::args_os().skip(1).collect()) {
+            eprintln!("mount.fuse.vecio: {}", one_line(&e));
+            // mount(8)'s helper statuses: 1 for a bad invocation, 32 for a failed mount.
+            std::process::exit(if e.is::<cli::UsageError>() { 1 } else { 32 });
+        }
+        return;
+    }
     let cli = cli::Cli::parse();
     let debug = matches!(&cli.command, cli::Command::Fuse(a) if a.debug);
     init_logging(debug);
