@@ -79,6 +79,7 @@ build_image() {
     path="$(find_tool "$t")" || { echo "lab: tool $t not found; tests needing it skip" >&2; continue; }
     copy_with_libs "$path" "$root"
   done
+  ln -sf mke2fs "$root/lab/bin/mkfs.ext4"; ln -sf e2fsck "$root/lab/bin/fsck.ext4"
   copy_with_libs "$vecio" "$root"
   strip --strip-debug "$root/lab/bin/vecio"
   [ -x "$CACHE/fsx/fsx" ] && cp -L "$CACHE/fsx/fsx" "$root/lab/bin/fsx"
