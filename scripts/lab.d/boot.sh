@@ -10,7 +10,7 @@ boot_guest() {
   rm -rf "$out" && mkdir -p "$out"
   rm -f "$dir/scratch.img" "$dir/results.img"
   truncate -s "$SCRATCH_SIZE" "$dir/scratch.img"
-  mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$dir/scratch.img"
+  mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 -d "$dir/payload" "$dir/scratch.img"
   truncate -s 256M "$dir/results.img"
   local accel=tcg cpu=max
   [ "${VECIO_LAB_KVM:-0}" = 1 ] && [ -w /dev/kvm ] && { accel=kvm; cpu=host; }

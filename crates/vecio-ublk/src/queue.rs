@@ -72,8 +72,11 @@ fn run(qid: u16, dev: &UblkDev, shared: &Shared) -> Result<()> {
 /// The queue thread's state between rounds.
 struct Server<'a> {
     backend: Backend,
-    /// Each tag's buffer, `None` while a data request has lent it to the backend.
+    /// Each tag's buffer, `None` before its first request and while a data request has lent
+    /// it to the backend.
     bufs: Vec<Option<AlignedBuf>>,
+    /// Bytes of each buffer: the device's largest request.
+    buf_size: usize,
     /// Tags whose next request still lands in libublk's fetch buffer.
     first: Vec<bool>,
     fetch_bufs: &'a [IoBuf<u8>],
@@ -89,7 +92,8 @@ impl<'a> Server<'a> {
         let size = dev.dev_info.max_io_buf_bytes as usize;
         Server {
             backend: Backend::new(shared.file.clone(), shared.fixed_slot),
-            bufs: (0..depth).map(|_| Some(AlignedBuf::page_aligned(size))).collect(),
+            bufs: (0..depth).map(|_| None).collect(),
+            buf_size: size,
             first: vec![true; depth],
             fetch_bufs,
             incoming: Vec::with_capacity(depth),
@@ -136,9 +140,11 @@ impl<'a> Server<'a> {
     fn start(&mut self, q: &UblkQueue, tag: u16) {
         let t = tag as usize;
         let req = Request::decode(q.get_iod(tag));
+        let size = self.buf_size;
+        let buf = self.bufs[t].get_or_insert_with(|| AlignedBuf::page_aligned(size));
         if std::mem::take(&mut self.first[t]) {
-            if let (Request::Write { len, .. }, Some(buf)) = (req, self.bufs[t].as_mut()) {
-                let len = len as usize;
+            if let Request::Write { len, .. } = req {
+                let len = (len as usize).min(size);
                 buf.set_len(len);
                 buf.copy_from_slice(&self.fetch_bufs[t][..len]);
             }
@@ -151,10 +157,8 @@ impl<'a> Server<'a> {
     /// `COMMIT_AND_FETCH_REQ` for `tag` with `result`, naming the tag's buffer for its next
     /// request (and, for a read, as the data of this one).
     fn commit(&mut self, q: &UblkQueue, tag: u16, result: i32) {
-        let buf = self.bufs[tag as usize].get_or_insert_with(|| {
-            tracing::error!("ublk queue {} tag {tag}: no buffer at commit", q.get_qid());
-            AlignedBuf::page_aligned(q.dev.dev_info.max_io_buf_bytes as usize)
-        });
+        let size = self.buf_size;
+        let buf = self.bufs[tag as usize].get_or_insert_with(|| AlignedBuf::page_aligned(size));
         let addr = BufDesc::RawAddress(buf.as_ptr());
         if let Err(e) = q.complete_io_cmd_unified(tag, addr, Ok(UblkIORes::Result(result))) {
             tracing::error!("ublk queue {} tag {tag}: commit: {e}", q.get_qid());

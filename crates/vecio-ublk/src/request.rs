@@ -70,3 +70,42 @@ impl Request {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iod(op: u32, flags: u32, sector: u64, sectors: u32) -> sys::ublksrv_io_desc {
+        sys::ublksrv_io_desc {
+            op_flags: op | flags,
+            nr_sectors: sectors,
+            start_sector: sector,
+            addr: 0,
+        }
+    }
+
+    #[test]
+    fn sectors_become_bytes_and_flags_are_read() {
+        assert_eq!(
+            Request::decode(&iod(sys::UBLK_IO_OP_READ, 0, 8, 16)),
+            Request::Read { offset: 4096, len: 8192 }
+        );
+        assert_eq!(
+            Request::decode(&iod(sys::UBLK_IO_OP_WRITE, sys::UBLK_IO_F_FUA, 1, 1)),
+            Request::Write { offset: 512, len: 512, fua: true }
+        );
+        assert_eq!(Request::decode(&iod(sys::UBLK_IO_OP_FLUSH, 0, 0, 0)), Request::Flush);
+        assert_eq!(
+            Request::decode(&iod(sys::UBLK_IO_OP_WRITE_ZEROES, sys::UBLK_IO_F_NOUNMAP, 0, 8)),
+            Request::WriteZeroes { offset: 0, len: 4096, unmap: false }
+        );
+        assert_eq!(
+            Request::decode(&iod(sys::UBLK_IO_OP_WRITE_ZEROES, 0, 0, 8)),
+            Request::WriteZeroes { offset: 0, len: 4096, unmap: true }
+        );
+        assert_eq!(
+            Request::decode(&iod(sys::UBLK_IO_OP_ZONE_APPEND, 0, 0, 8)),
+            Request::Unsupported(sys::UBLK_IO_OP_ZONE_APPEND)
+        );
+    }
+}

@@ -6,7 +6,7 @@
 if [ "${LAB_FULL:-0}" = 1 ]; then
   FSX_OPS=20000; FIO_SECS=60; FIO_SIZE=256m
 else
-  FSX_OPS=1500; FIO_SECS=8; FIO_SIZE=48m
+  FSX_OPS=1000; FIO_SECS=5; FIO_SIZE=32m
 fi
 
 # busybox's shell runs its own applet for a name it knows (dd, cmp, losetup, blkdiscard, ...)

@@ -57,7 +57,7 @@ stop_ublk
 log "6. SIGKILL of the server mid-write, then --recover: every write lands"
 start_ublk $img
 id=${UBLK_DEV#/dev/ublkb}
-n=32; [ "$LAB_FULL" = 1 ] && n=128
+n=16; [ "$LAB_FULL" = 1 ] && n=128
 dd if=/dev/urandom of=/scratch/pat bs=1M count=$n 2>/dev/null
 dd if=/scratch/pat of=$UBLK_DEV bs=64k oflag=direct conv=fsync 2>/tmp/dd.err &
 writer=$!

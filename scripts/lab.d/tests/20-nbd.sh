@@ -31,7 +31,7 @@ log "4. disconnect under load: the load fails, nothing hangs, the server lives"
 fio --name=load --filename=/dev/nbd0 --direct=1 --ioengine=psync --rw=randwrite --bs=4k \
     --numjobs=2 --time_based --runtime=60 --size=64m > /tmp/load.out 2>&1 &
 load=$!
-sleep 3
+sleep 2
 kill -0 $load 2>/dev/null || { cat /tmp/load.out; fail "the load ended before the disconnect"; }
 nbd_disconnect 0
 wait_pid $load 60 && fail "fio's load on a disconnected device succeeded"

@@ -50,7 +50,7 @@ check_faults() {
   printf '0 %d flakey %s 0 1 1\n' $sectors $loopdev | dmsetup reload $name && dmsetup resume $name \
     || fail "dmsetup reload flakey"
   i=0
-  while [ $i -lt 40 ]; do
+  while [ $i -lt 24 ]; do
     if T=30 bounded dd if=$dev of=/dev/null bs=4k skip=$((i * 97 % 4000)) count=1 iflag=direct 2>/dev/null; then
       ok=$((ok + 1)); else bad=$((bad + 1)); fi
     i=$((i + 1)); sleep 0.1
