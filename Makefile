@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz conformance run bench docs install-docs
+.PHONY: setup build test fuzz conformance lab lab-full run bench docs install-docs
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -14,10 +14,20 @@ test: setup
 	$(CARGO) test --workspace --release
 	$(MAKE) fuzz FUZZ_SECONDS=30
 	$(MAKE) conformance
+	$(MAKE) lab
 
 # pjdfstest (POSIX) on vecio fuse mounts: plain, --uring and --passthrough; 0 failures each.
 conformance:
 	bash scripts/conformance
+
+# The lab: Debian's 6.1 and 6.12 kernels under qemu (TCG) running vecio ublk, vecio nbd through
+# the kernel's NBD client, and dm-error/dm-flakey faults under both (scripts/lab, docs/lab.md).
+# Quick sizes by default (about 2 minutes a kernel); lab-full runs the long versions.
+lab:
+	bash scripts/lab
+
+lab-full:
+	bash scripts/lab --full
 
 # The NBD request and option decoders under libFuzzer for a bounded time. cargo-fuzz comes from
 # crates.io; the stable toolchain builds the target (RUSTC_BOOTSTRAP for the -Z flags it passes,

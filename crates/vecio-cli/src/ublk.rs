@@ -82,7 +82,7 @@ fn serve(a: UblkArgs) -> Result<()> {
     let file = a
         .file
         .clone()
-        .ok_or_else(|| UsageError("vecio ublk: FILE, `list` or `del N` is required".into()))?;
+        .ok_or_else(|| UsageError("FILE, `list` or `del N` is required".into()))?;
     let io_size = u32::try_from(a.io_size)
         .map_err(|_| UsageError(format!("--io-size {} is too large", a.io_size)))?;
     let opts = Options {
