@@ -22,7 +22,7 @@ boot_guest() {
     -append "console=ttyS0 rdinit=/init panic=-1 loglevel=4 mitigations=off" \
     -drive "file=$dir/scratch.img,format=raw,if=virtio,cache=unsafe" \
     -drive "file=$dir/results.img,format=raw,if=virtio,cache=unsafe" \
-    < /dev/null 2>&1 | tr -d '\r' | tee "$out/console.log" | sed -u "s/^/[$series] /" \
+    < /dev/null 2>&1 | sed -u 's/\r//g' | tee "$out/console.log" | sed -u "s/^/[$series] /" \
     || true
   local secs=$((SECONDS - start))
   tar -xf "$dir/results.img" -C "$out" 2>/dev/null || true

@@ -122,7 +122,11 @@ fn announce(dev: &Device) {
     let g = &dev.geometry;
     eprintln!(
         "vecio: {} {}: {} bytes, {}-byte blocks, {} queue(s) of depth {}, features {}",
-        if dev.recovered { "recovered" } else { "serving" },
+        if dev.recovered {
+            "recovered"
+        } else {
+            "serving"
+        },
         dev.path.display(),
         g.size,
         g.logical,
@@ -138,7 +142,10 @@ fn list(json: bool) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&devices)?);
         return Ok(());
     }
-    println!("{:<4} {:<9} {:>8} {:>6} {:>5}  FILE", "DEV", "STATE", "PID", "QUEUES", "DEPTH");
+    println!(
+        "{:<4} {:<9} {:>8} {:>6} {:>5}  FILE",
+        "DEV", "STATE", "PID", "QUEUES", "DEPTH"
+    );
     for d in &devices {
         println!("{}", row(d));
     }

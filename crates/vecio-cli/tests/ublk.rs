@@ -83,10 +83,16 @@ fn info_names_the_kernel_and_its_block_drivers() {
         "ublk_drv is {ublk}"
     );
     if Path::new("/dev/loop-control").exists() {
-        assert!(matches!(state("loop").as_deref(), Some("loaded" | "built in")));
+        assert!(matches!(
+            state("loop").as_deref(),
+            Some("loaded" | "built in")
+        ));
     }
     let text = String::from_utf8_lossy(&vecio(&["info"]).stdout).to_string();
-    assert!(text.starts_with(&format!("kernel {}", release.trim())), "{text}");
+    assert!(
+        text.starts_with(&format!("kernel {}", release.trim())),
+        "{text}"
+    );
     for m in ["ublk_drv", "nbd", "loop", "dm_mod", "dm_flakey"] {
         assert!(text.contains(m), "{m} not named: {text}");
     }

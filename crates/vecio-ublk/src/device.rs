@@ -110,7 +110,10 @@ fn control_for(opts: &Options) -> Result<UblkCtrl> {
             .ctrl_flags(RECOVERY | ioctl_encode())
             .dev_flags(UblkFlags::UBLK_DEV_F_ADD_DEV)
             .build()
-            .map_err(control(opts.id.map_or(-1, |n| n as i32), "adding the device"))?,
+            .map_err(control(
+                opts.id.map_or(-1, |n| n as i32),
+                "adding the device",
+            ))?,
     };
     Ok(ctrl)
 }

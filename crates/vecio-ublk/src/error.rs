@@ -17,7 +17,9 @@ pub enum Error {
         reason: String,
     },
     /// The kernel has no ublk driver (`/dev/ublk-control` is missing).
-    #[error("no ublk driver in this kernel (/dev/ublk-control is missing; try `modprobe ublk_drv`)")]
+    #[error(
+        "no ublk driver in this kernel (/dev/ublk-control is missing; try `modprobe ublk_drv`)"
+    )]
     NoDriver,
     /// A ublk control command failed (`ADD_DEV`, `SET_PARAMS`, `START_DEV`, `STOP_DEV`,
     /// `DEL_DEV`, `START_USER_RECOVERY`, ...).

@@ -6,15 +6,24 @@ use libublk::sys;
 /// Every `UBLK_F_*` feature bit vecio knows, with the kernel's name for it.
 pub const FEATURES: &[(u64, &str)] = &[
     (sys::UBLK_F_SUPPORT_ZERO_COPY as u64, "SUPPORT_ZERO_COPY"),
-    (sys::UBLK_F_URING_CMD_COMP_IN_TASK as u64, "URING_CMD_COMP_IN_TASK"),
+    (
+        sys::UBLK_F_URING_CMD_COMP_IN_TASK as u64,
+        "URING_CMD_COMP_IN_TASK",
+    ),
     (sys::UBLK_F_NEED_GET_DATA as u64, "NEED_GET_DATA"),
     (sys::UBLK_F_USER_RECOVERY as u64, "USER_RECOVERY"),
-    (sys::UBLK_F_USER_RECOVERY_REISSUE as u64, "USER_RECOVERY_REISSUE"),
+    (
+        sys::UBLK_F_USER_RECOVERY_REISSUE as u64,
+        "USER_RECOVERY_REISSUE",
+    ),
     (sys::UBLK_F_UNPRIVILEGED_DEV as u64, "UNPRIVILEGED_DEV"),
     (sys::UBLK_F_CMD_IOCTL_ENCODE as u64, "CMD_IOCTL_ENCODE"),
     (sys::UBLK_F_USER_COPY as u64, "USER_COPY"),
     (sys::UBLK_F_ZONED as u64, "ZONED"),
-    (sys::UBLK_F_USER_RECOVERY_FAIL_IO as u64, "USER_RECOVERY_FAIL_IO"),
+    (
+        sys::UBLK_F_USER_RECOVERY_FAIL_IO as u64,
+        "USER_RECOVERY_FAIL_IO",
+    ),
     (sys::UBLK_F_UPDATE_SIZE as u64, "UPDATE_SIZE"),
     (sys::UBLK_F_AUTO_BUF_REG as u64, "AUTO_BUF_REG"),
     (sys::UBLK_F_QUIESCE as u64, "QUIESCE"),

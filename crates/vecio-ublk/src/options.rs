@@ -82,10 +82,16 @@ impl Options {
     /// Refuses values the driver would refuse, with a message that names the option.
     pub fn check(&self) -> Result<()> {
         if self.queues == 0 || self.queues > MAX_QUEUES {
-            return Err(Error::Config(format!("--queues {} (1..={MAX_QUEUES})", self.queues)));
+            return Err(Error::Config(format!(
+                "--queues {} (1..={MAX_QUEUES})",
+                self.queues
+            )));
         }
         if self.depth == 0 || self.depth > MAX_DEPTH {
-            return Err(Error::Config(format!("--depth {} (1..={MAX_DEPTH})", self.depth)));
+            return Err(Error::Config(format!(
+                "--depth {} (1..={MAX_DEPTH})",
+                self.depth
+            )));
         }
         let page = vecio::PAGE_SIZE as u32;
         if self.io_size < page || self.io_size > 1 << 30 || self.io_size % page != 0 {
@@ -95,7 +101,9 @@ impl Options {
             )));
         }
         if self.id.is_some() && self.recover.is_some() {
-            return Err(Error::Config("--id and --recover exclude each other".into()));
+            return Err(Error::Config(
+                "--id and --recover exclude each other".into(),
+            ));
         }
         Ok(())
     }

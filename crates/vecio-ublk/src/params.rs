@@ -154,6 +154,9 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, b"").unwrap();
         let file = File::options().read(true).open(&path).unwrap();
-        assert!(matches!(Geometry::of(&file, 65536, true), Err(Error::Size { .. })));
+        assert!(matches!(
+            Geometry::of(&file, 65536, true),
+            Err(Error::Size { .. })
+        ));
     }
 }

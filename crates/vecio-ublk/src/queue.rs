@@ -48,7 +48,14 @@ pub(crate) fn serve(qid: u16, dev: &UblkDev, shared: &Shared) {
 
 fn run(qid: u16, dev: &UblkDev, shared: &Shared) -> Result<()> {
     let id = dev.dev_info.dev_id;
-    let err = |what| move |source| Error::Queue { dev: id, queue: qid, what, source };
+    let err = |what| {
+        move |source| Error::Queue {
+            dev: id,
+            queue: qid,
+            what,
+            source,
+        }
+    };
     let q = UblkQueue::new(qid, dev).map_err(err("setting up"))?;
     let fetch_bufs = dev.alloc_queue_io_bufs();
     let q = q

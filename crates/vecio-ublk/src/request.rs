@@ -88,20 +88,43 @@ mod tests {
     fn sectors_become_bytes_and_flags_are_read() {
         assert_eq!(
             Request::decode(&iod(sys::UBLK_IO_OP_READ, 0, 8, 16)),
-            Request::Read { offset: 4096, len: 8192 }
+            Request::Read {
+                offset: 4096,
+                len: 8192
+            }
         );
         assert_eq!(
             Request::decode(&iod(sys::UBLK_IO_OP_WRITE, sys::UBLK_IO_F_FUA, 1, 1)),
-            Request::Write { offset: 512, len: 512, fua: true }
+            Request::Write {
+                offset: 512,
+                len: 512,
+                fua: true
+            }
         );
-        assert_eq!(Request::decode(&iod(sys::UBLK_IO_OP_FLUSH, 0, 0, 0)), Request::Flush);
         assert_eq!(
-            Request::decode(&iod(sys::UBLK_IO_OP_WRITE_ZEROES, sys::UBLK_IO_F_NOUNMAP, 0, 8)),
-            Request::WriteZeroes { offset: 0, len: 4096, unmap: false }
+            Request::decode(&iod(sys::UBLK_IO_OP_FLUSH, 0, 0, 0)),
+            Request::Flush
+        );
+        assert_eq!(
+            Request::decode(&iod(
+                sys::UBLK_IO_OP_WRITE_ZEROES,
+                sys::UBLK_IO_F_NOUNMAP,
+                0,
+                8
+            )),
+            Request::WriteZeroes {
+                offset: 0,
+                len: 4096,
+                unmap: false
+            }
         );
         assert_eq!(
             Request::decode(&iod(sys::UBLK_IO_OP_WRITE_ZEROES, 0, 0, 8)),
-            Request::WriteZeroes { offset: 0, len: 4096, unmap: true }
+            Request::WriteZeroes {
+                offset: 0,
+                len: 4096,
+                unmap: true
+            }
         );
         assert_eq!(
             Request::decode(&iod(sys::UBLK_IO_OP_ZONE_APPEND, 0, 0, 8)),

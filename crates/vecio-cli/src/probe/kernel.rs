@@ -35,9 +35,21 @@ pub struct KernelInfo {
 /// (or built in), and what uses it.
 const DRIVERS: &[(&str, &str, &str)] = &[
     ("ublk_drv", "/dev/ublk-control", "vecio ublk"),
-    ("nbd", "/sys/block/nbd0", "the kernel's NBD client (nbd-client) for vecio nbd"),
-    ("loop", "/dev/loop-control", "the kernel's loop device (losetup)"),
-    ("dm_mod", "/dev/mapper/control", "device-mapper (the lab's fault tests)"),
+    (
+        "nbd",
+        "/sys/block/nbd0",
+        "the kernel's NBD client (nbd-client) for vecio nbd",
+    ),
+    (
+        "loop",
+        "/dev/loop-control",
+        "the kernel's loop device (losetup)",
+    ),
+    (
+        "dm_mod",
+        "/dev/mapper/control",
+        "device-mapper (the lab's fault tests)",
+    ),
     ("dm_flakey", "", "dm-flakey (the lab's fault tests)"),
 ];
 
@@ -134,7 +146,11 @@ mod tests {
             "kernel/drivers/block/nbd.ko.xz:\nkernel/drivers/md/dm-flakey.ko.xz: kernel/drivers/md/dm-mod.ko.xz\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("modules.builtin"), "kernel/drivers/block/loop.ko\n").unwrap();
+        std::fs::write(
+            dir.path().join("modules.builtin"),
+            "kernel/drivers/block/loop.ko\n",
+        )
+        .unwrap();
         assert_eq!(state("vecio_no_such_module", "", dir.path()), "missing");
         assert_eq!(state("loop", "", dir.path()), "built in");
         assert_eq!(state("dm_flakey", "", dir.path()), "module");

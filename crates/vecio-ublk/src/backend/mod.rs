@@ -86,17 +86,30 @@ impl Backend {
             }
             Request::Write { offset, len, fua } => {
                 let bufs = data_bufs(slot, len)?;
-                let flags = if fua { RwFlags::DSYNC } else { RwFlags::empty() };
+                let flags = if fua {
+                    RwFlags::DSYNC
+                } else {
+                    RwFlags::empty()
+                };
                 queue
                     .push_write(file, offset, bufs, flags, user_data)
                     .map_err(|e| refused(slot, e))
             }
             Request::Flush => command(queue.push_fsync(file, true, user_data)),
-            Request::Discard { offset, len } | Request::WriteZeroes { offset, len, unmap: true } => {
+            Request::Discard { offset, len }
+            | Request::WriteZeroes {
+                offset,
+                len,
+                unmap: true,
+            } => {
                 let mode = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
                 command(queue.push_fallocate(file, mode, offset, len as u64, user_data))
             }
-            Request::WriteZeroes { offset, len, unmap: false } => {
+            Request::WriteZeroes {
+                offset,
+                len,
+                unmap: false,
+            } => {
                 let mode = FallocateFlags::ZERO_RANGE | FallocateFlags::KEEP_SIZE;
                 command(queue.push_fallocate(file, mode, offset, len as u64, user_data))
             }
