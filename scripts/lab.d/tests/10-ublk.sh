@@ -64,9 +64,14 @@ writer=$!
 sleep 1
 kill -9 $UBLK_PID; wait $UBLK_PID 2>/dev/null
 kill -0 $writer 2>/dev/null || log "   (the writer had finished before the kill)"
-state=$(vecio ublk list | awk -v id=$id '$1 == id {print $2}')
+# The driver notices the dead server when its ring and device file are released (or by its
+# periodic check on older kernels): give it up to 15 s.
+i=0
+while state=$(vecio ublk list | awk -v id=$id '$1 == id {print $2}') && [ "$state" != quiesced ]; do
+  i=$((i + 1)); [ $i -ge 30 ] && fail "device $id is '$state' 15 s after SIGKILL, want quiesced"
+  sleep 0.5
+done
 log "   server killed; device $id is $state"
-[ "$state" = quiesced ] || fail "device $id is '$state' after SIGKILL, want quiesced"
 start_ublk $img --recover $id
 [ "$UBLK_DEV" = /dev/ublkb$id ] || fail "recovered $UBLK_DEV, want /dev/ublkb$id"
 wait_pid $writer 120 || { cat /tmp/dd.err; fail "the write across the kill failed"; }
