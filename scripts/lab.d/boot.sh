@@ -12,11 +12,14 @@ boot_guest() {
   truncate -s "$SCRATCH_SIZE" "$dir/scratch.img"
   mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 -d "$dir/payload" "$dir/scratch.img"
   truncate -s 256M "$dir/results.img"
-  local accel=tcg cpu=max
-  [ "${VECIO_LAB_KVM:-0}" = 1 ] && [ -w /dev/kvm ] && { accel=kvm; cpu=host; }
+  # One host thread runs both vCPUs (thread=single): on a loaded host, multi-threaded TCG
+  # lets one vCPU go unscheduled or miss its timer for minutes while the other waits on it
+  # (RCU stalls, a mount blocked at boot); with one thread they advance together.
+  local accel=tcg cpu=max ACCEL_OPTS="${VECIO_LAB_TCG:-,thread=single}"
+  [ "${VECIO_LAB_KVM:-0}" = 1 ] && [ -w /dev/kvm ] && { accel=kvm; cpu=host; ACCEL_OPTS=""; }
   echo "lab: booting $(cat "$kdir/version") under qemu ($accel), time limit ${TIMEOUT}s"
   local start=$SECONDS rc=0
-  timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m 2048 \
+  timeout -k 10 "$TIMEOUT" qemu-system-x86_64 -accel "$accel$ACCEL_OPTS" -cpu "$cpu" -smp 2 -m 2048 \
     -nographic -no-reboot -nodefaults -serial stdio \
     -kernel "$kdir/vmlinuz" -initrd "$dir/initramfs.cpio" \
     -append "console=ttyS0 rdinit=/init panic=-1 loglevel=4 mitigations=off" \
