@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz conformance xfstests soak run bench docs install-docs
+.PHONY: setup build test fuzz conformance xfstests lab lab-full soak run bench docs install-docs
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -15,6 +15,7 @@ test: setup
 	$(MAKE) fuzz FUZZ_SECONDS=30
 	$(MAKE) conformance
 	$(MAKE) xfstests
+	$(MAKE) lab
 
 # pjdfstest (POSIX) on vecio fuse mounts: plain, --uring and --passthrough; 0 failures each.
 conformance:
@@ -30,6 +31,15 @@ soak: setup
 xfstests:
 	bash scripts/xfstests
 
+# The lab: Debian's 6.1 and 6.12 kernels under qemu (TCG) running vecio ublk, vecio nbd through
+# the kernel's NBD client, and dm-error/dm-flakey faults under both (scripts/lab, docs/lab.md).
+# Quick sizes by default (about 2 minutes a kernel); lab-full runs the long versions.
+lab:
+	bash scripts/lab
+
+lab-full:
+	bash scripts/lab --full
+
 # The NBD request and option decoders, and the FUSE request decoder, under libFuzzer for a
 # bounded time each. cargo-fuzz comes from crates.io; the stable toolchain builds the targets
 # (RUSTC_BOOTSTRAP for the -Z flags it passes, no sanitizer: the decoders have no unsafe code,
@@ -38,6 +48,7 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run nbd_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
+	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run fuse_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 	RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run fuse_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 
 # Every experiment, quick mode, on scratch files in a temp dir on the current filesystem; the

@@ -15,6 +15,7 @@ mod probe;
 mod report;
 mod signals;
 mod size;
+mod ublk;
 
 use std::io::IsTerminal;
 
@@ -39,6 +40,7 @@ fn main() {
         cli::Command::Bench(b) => bench::run(b),
         cli::Command::Nbd(a) => nbd::run(a),
         cli::Command::Fuse(a) => fuse::run(a),
+        cli::Command::Ublk(a) => ublk::run(a),
         cli::Command::Info(a) => info::run(a),
         cli::Command::Man(a) => docs::man(a),
         cli::Command::Completions(a) => docs::completions(a),
