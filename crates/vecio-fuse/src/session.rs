@@ -143,7 +143,6 @@ pub(crate) fn agree(kernel: f, wants: &InitWants) -> f {
         | f::MAX_PAGES
         | f::ABORT_ERROR
         | f::DIRECT_IO_ALLOW_MMAP
-        | f::HANDLE_KILLPRIV_V2
         | f::DONT_MASK
         | f::INIT_EXT
         | f::SETXATTR_EXT
@@ -172,8 +171,13 @@ pub(crate) fn agree(kernel: f, wants: &InitWants) -> f {
     if wants.idmap {
         want |= f::ALLOW_IDMAP;
     }
+    // Kill-priv v2 leaves clearing setuid/setgid on a write to the server, which a
+    // passthrough write never reaches (the kernel writes the backing file as the server, who
+    // keeps the bits): with passthrough the kernel clears them itself, through SETATTR.
     if wants.passthrough {
         want |= f::PASSTHROUGH;
+    } else {
+        want |= f::HANDLE_KILLPRIV_V2;
     }
     if wants.uring {
         want |= f::OVER_IO_URING;
@@ -230,6 +234,17 @@ mod tests {
             idmap: false,
             ..wants()
         };
+        let got = agree(new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH, &plain);
+        assert!(got.contains(f::HANDLE_KILLPRIV_V2) && !got.contains(f::PASSTHROUGH));
+        let through = InitWants {
+            passthrough: true,
+            ..wants()
+        };
+        let got = agree(new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH, &through);
+        assert!(
+            got.contains(f::PASSTHROUGH) && !got.contains(f::HANDLE_KILLPRIV_V2),
+            "kill-priv v2 with passthrough keeps setuid on a passthrough write"
+        );
         let got = agree(new_kernel, &plain);
         assert!(got.contains(f::NO_EXPORT_SUPPORT));
         assert!(!got.intersects(f::EXPORT_SUPPORT | f::REQUEST_TIMEOUT | f::ALLOW_IDMAP));

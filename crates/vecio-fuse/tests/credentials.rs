@@ -150,7 +150,17 @@ fn the_servers_own_groups_are_never_lent() {
 /// succeeds instead of failing with `EPERM`).
 #[test]
 fn writes_by_another_user_clear_setuid_and_setgid() {
-    for (name, mut cfg) in configs() {
+    // With passthrough the kernel writes to the backing file itself, as the server: no WRITE
+    // reaches the server to mark, so the kernel must clear the bits through SETATTR instead.
+    let mut passthrough = common::config();
+    passthrough
+        .mount
+        .parse_into("allow_other,default_permissions")
+        .unwrap();
+    passthrough.fs.passthrough = true;
+    let mut all = configs();
+    all.push(("passthrough", passthrough));
+    for (name, mut cfg) in all {
         cfg.fs.timeouts.attr = std::time::Duration::from_secs(60);
         let Some(fx) = common::mount(&format!("killpriv-{name}"), cfg) else {
             return;
