@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz fuzz-build fuzz-run conformance run bench docs install-docs
+.PHONY: setup build test fuzz fuzz-build fuzz-run conformance xfstests lab lab-full soak run bench docs install-docs
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -21,9 +21,29 @@ test: setup
 conformance:
 	bash scripts/conformance
 
-# The NBD request and option decoders under libFuzzer for a bounded time. cargo-fuzz comes from
-# crates.io; the stable toolchain builds the target (RUSTC_BOOTSTRAP for the -Z flags it passes,
-# no sanitizer: the decoders have no unsafe code, the fuzzer hunts panics and round-trip breaks).
+# A long soak of vecio fuse, not in CI: fsstress beside fill / empty cycles on a small ext4 for
+# SOAK_SECONDS (default 600) over four modes; space, descriptors and memory back at the end.
+soak: setup
+	bash scripts/soak
+
+# xfstests (the generic tests in scripts/xfstests.list) on vecio fuse mounts: plain,
+# --passthrough and --uring at once; 0 failures each (results under target/xfstests/).
+xfstests:
+	bash scripts/xfstests
+
+# The lab: Debian's 6.1 and 6.12 kernels under qemu (TCG) running vecio ublk, vecio nbd through
+# the kernel's NBD client, and dm-error/dm-flakey faults under both (scripts/lab, docs/lab.md).
+# Quick sizes by default (about 2 minutes a kernel); lab-full runs the long versions.
+lab:
+	bash scripts/lab
+
+lab-full:
+	bash scripts/lab --full
+
+# The NBD request and option decoders, and the FUSE request decoder, under libFuzzer for a
+# bounded time each. cargo-fuzz comes from crates.io; the stable toolchain builds the targets
+# (RUSTC_BOOTSTRAP for the -Z flags it passes, no sanitizer: the decoders have no unsafe code,
+# the fuzzer hunts panics and round-trip breaks).
 FUZZ_SECONDS ?= 60
 FUZZ = RUSTC_BOOTSTRAP=1 $(CARGO) fuzz
 fuzz: fuzz-build fuzz-run
@@ -31,9 +51,11 @@ fuzz: fuzz-build fuzz-run
 fuzz-build:
 	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 	$(FUZZ) build nbd_decoders --sanitizer none
+	$(FUZZ) build fuse_decoders --sanitizer none
 
 fuzz-run:
 	$(FUZZ) run nbd_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
+	$(FUZZ) run fuse_decoders --sanitizer none -- -max_total_time=$(FUZZ_SECONDS)
 
 # Every experiment, quick mode, on scratch files in a temp dir on the current filesystem; the
 # report goes to ./report. `vecio bench` runs vecio-bench, built beside it.

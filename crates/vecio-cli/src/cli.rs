@@ -50,6 +50,9 @@ pub enum Command {
     Nbd(crate::nbd::NbdArgs),
     /// Mount a passthrough view of a directory over FUSE (large scatter-gather direct I/O).
     Fuse(crate::fuse::FuseArgs),
+    /// Serve a file or block device as the block device /dev/ublkbN (the loop device through
+    /// the kernel's ublk driver); `list` and `del N` manage the machine's ublk devices.
+    Ublk(crate::ublk::UblkArgs),
     /// What vecio learns about a file, directory or block device: filesystem, direct-I/O
     /// alignment, which flags (O_DIRECT, RWF_NOWAIT, RWF_DSYNC, RWF_DONTCACHE) and io_uring work,
     /// page-cache residency, the block queue behind it.

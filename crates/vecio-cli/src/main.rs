@@ -4,19 +4,33 @@
 
 mod bench;
 mod cli;
+mod daemon;
 mod docs;
 mod errors;
 mod fuse;
 mod info;
 mod logging;
+mod mount_helper;
 mod nbd;
 mod probe;
 mod signals;
 mod size;
+mod ublk;
 
 use clap::Parser;
 
 fn main() {
+    // Called as mount(8)'s helper (`mount -t fuse.vecio`, through a link named
+    // mount.fuse.vecio): mount(8)'s arguments, not vecio's.
+    if mount_helper::called_as_helper() {
+        logging::init(false);
+        if let Err(e) = mount_helper::run(std::env::args_os().skip(1).collect()) {
+            eprintln!("mount.fuse.vecio: {}", errors::one_line(&e));
+            // mount(8)'s helper statuses: 1 for a bad invocation, 32 for a failed mount.
+            std::process::exit(if e.is::<cli::UsageError>() { 1 } else { 32 });
+        }
+        return;
+    }
     let cli = cli::Cli::parse();
     let debug = matches!(&cli.command, cli::Command::Fuse(a) if a.debug);
     logging::init(debug);
@@ -24,6 +38,7 @@ fn main() {
         cli::Command::Bench(b) => bench::run(b),
         cli::Command::Nbd(a) => nbd::run(a),
         cli::Command::Fuse(a) => fuse::run(a),
+        cli::Command::Ublk(a) => ublk::run(a),
         cli::Command::Info(a) => info::run(a),
         cli::Command::Man(a) => docs::man(a),
         cli::Command::Completions(a) => docs::completions(a),

@@ -20,3 +20,19 @@ pub fn on_stop(stop: impl Fn(i32) + Send + 'static) -> Result<()> {
         .context("starting the signal thread")?;
     Ok(())
 }
+
+/// Prints `report()` on standard error at every SIGUSR1 (`kill -USR1 PID`), from a thread of
+/// its own: what a server holds now, as `dd` prints its progress.
+pub fn on_usr1(report: impl Fn() -> String + Send + 'static) -> Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR1])
+        .context("installing the SIGUSR1 handler")?;
+    std::thread::Builder::new()
+        .name("usr1".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                eprintln!("vecio: holding {}", report());
+            }
+        })
+        .context("starting the SIGUSR1 thread")?;
+    Ok(())
+}

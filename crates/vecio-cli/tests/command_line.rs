@@ -259,8 +259,9 @@ fn stop(mut child: std::process::Child) -> String {
     err
 }
 
-/// The FUSE worker threads (`vecio-fuse-N`) of `pid`, once they have all started.
-fn workers_of(pid: u32) -> usize {
+/// The FUSE worker threads (`vecio-fuse-N`) of `pid`, once `expect` of them have started or
+/// five seconds have passed (workers start one after another; a loaded machine is slow).
+fn workers_of(pid: u32, expect: usize) -> usize {
     let count = || {
         std::fs::read_dir(format!("/proc/{pid}/task"))
             .map(|d| {
@@ -273,16 +274,15 @@ fn workers_of(pid: u32) -> usize {
             })
             .unwrap_or(0)
     };
-    let mut last = count();
-    for _ in 0..25 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut now = count();
+    while now < expect && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
-        let now = count();
-        if now == last && now > 0 {
-            break;
-        }
-        last = now;
+        now = count();
     }
-    last
+    // More than expected would show up a little later still.
+    std::thread::sleep(Duration::from_millis(50));
+    count()
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn fuse_takes_libfuse_f_d_s_and_refuses_a_busy_mount_point() {
 
     let (many, line) = mount(&src, &mnt, &["-f", "--threads", "4"]);
     assert!(line.starts_with("mounted "), "{line}");
-    let many_threads = workers_of(many.id());
+    let many_threads = workers_of(many.id(), 4);
     // A second server on the same mount point is refused, and the first keeps serving.
     let out = Command::new(env!("CARGO_BIN_EXE_vecio"))
         .arg("fuse")
@@ -321,7 +321,7 @@ fn fuse_takes_libfuse_f_d_s_and_refuses_a_busy_mount_point() {
         std::fs::read_to_string(mnt.join("hello")).unwrap(),
         "hello\n"
     );
-    let one_threads = workers_of(one.id());
+    let one_threads = workers_of(one.id(), 1);
     let err = stop(one);
     assert_eq!(
         (one_threads, many_threads),

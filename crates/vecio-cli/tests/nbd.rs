@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use vecio_nbd::proto::{self, cmd, opt, rep, OptionHeader, Request};
+use vecio_nbd::proto::{self, opt, rep, Command as Cmd, OptionHeader, Request};
 
 fn scratch_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -90,15 +90,17 @@ impl Client {
         }
     }
 
-    fn request(&mut self, kind: u16, flags: u16, offset: u64, len: u32, payload: &[u8]) -> u32 {
+    fn request(&mut self, kind: Cmd, flags: u16, offset: u64, len: u32, payload: &[u8]) -> u32 {
         let r = Request {
             flags,
-            kind,
+            kind: kind.into(),
             cookie: 5,
             offset,
-            len,
+            len: len.into(),
         };
-        self.0.write_all(&r.encode()).unwrap();
+        self.0
+            .write_all(&r.encode().expect("32-bit length"))
+            .unwrap();
         self.0.write_all(payload).unwrap();
         let mut h = [0u8; 16];
         self.0.read_exact(&mut h).unwrap();
@@ -110,7 +112,7 @@ impl Client {
     }
 
     fn read(&mut self, offset: u64, len: u32) -> Vec<u8> {
-        assert_eq!(self.request(cmd::READ, 0, offset, len, &[]), 0);
+        assert_eq!(self.request(Cmd::Read, 0, offset, len, &[]), 0);
         let mut d = vec![0u8; len as usize];
         self.0.read_exact(&mut d).unwrap();
         d
@@ -160,11 +162,11 @@ fn flushed_and_fua_writes_survive_kill_9_and_sigterm_stops_cleanly() {
     let a = pattern(65536, 1);
     let b = pattern(1000, 2);
     let mut c = Client::connect(&sock);
-    assert_eq!(c.request(cmd::WRITE, 0, 4096, a.len() as u32, &a), 0);
-    assert_eq!(c.request(cmd::FLUSH, 0, 0, 0, &[]), 0);
+    assert_eq!(c.request(Cmd::Write, 0, 4096, a.len() as u32, &a), 0);
+    assert_eq!(c.request(Cmd::Flush, 0, 0, 0, &[]), 0);
     // FUA on an unaligned write (the read-modify-write path).
     let fua = proto::CmdFlags::FUA.bits();
-    assert_eq!(c.request(cmd::WRITE, fua, 1_000_001, b.len() as u32, &b), 0);
+    assert_eq!(c.request(Cmd::Write, fua, 1_000_001, b.len() as u32, &b), 0);
     let mut killed = child.take();
     killed.kill().unwrap(); // SIGKILL
     killed.wait().unwrap();
@@ -293,7 +295,7 @@ fn round_trip_logged(prefix: &[&str]) -> String {
     let server = Server(Some(child));
     let a = pattern(65536, 9);
     let mut c = Client::connect(&dir.path().join("s.sock"));
-    assert_eq!(c.request(cmd::WRITE, 0, 8192, a.len() as u32, &a), 0);
+    assert_eq!(c.request(Cmd::Write, 0, 8192, a.len() as u32, &a), 0);
     assert!(c.read(8192, 65536) == a);
     drop(c);
     let child = server.take();
@@ -335,4 +337,52 @@ fn request_buffers_are_registered_and_still_work_when_memlock_refuses() {
     ]);
     assert!(log.contains("buffers not registered"), "{log}");
     assert_eq!(logged(&log, "fixed_buffer_ops"), Some(0), "{log}");
+}
+
+/// `kill -USR1` makes the server say what it holds: its export's file, no connection; one
+/// connection while a client is attached.
+#[test]
+fn the_server_says_what_it_holds() {
+    let dir = scratch_dir();
+    let img = dir.path().join("disk.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let log = dir.path().join("stderr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("nbd")
+        .arg(&img)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let server = Server(Some(child));
+    let pid = rustix::process::Pid::from_raw(server.0.as_ref().unwrap().id() as i32).unwrap();
+    let held = |n: usize| {
+        rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+        let mut line = None;
+        vecio_testkit::wait_until(Duration::from_secs(5), || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            line = text
+                .lines()
+                .filter(|l| l.contains("holding"))
+                .nth(n)
+                .map(str::to_string);
+            line.is_some()
+        });
+        line.expect("nothing printed on SIGUSR1")
+    };
+    let idle = held(0);
+    assert!(idle.contains("connections 0, exports 1"), "{idle}");
+    assert!(idle.contains("open files 1"), "{idle}");
+    let client = Client::connect(&dir.path().join("disk.img.sock"));
+    let busy = held(1);
+    assert!(busy.contains("connections 1"), "{busy}");
+    drop(client);
 }

@@ -77,6 +77,13 @@ impl Handles {
         }
     }
 
+    /// Open (files, directories) handles now.
+    pub fn counts(&self) -> (usize, usize) {
+        let map = self.map.read().unwrap_or_else(|p| p.into_inner());
+        let dirs = map.values().filter(|h| matches!(***h, Handle::Dir(_))).count();
+        (map.len() - dirs, dirs)
+    }
+
     /// Removes `fh`; the descriptor closes when the last request using it finishes.
     pub fn remove(&self, fh: u64) -> Option<Arc<Handle>> {
         self.map

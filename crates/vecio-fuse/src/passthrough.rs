@@ -51,6 +51,7 @@ impl Drop for Backing {
             *opens -= 1;
             if *opens == 0 {
                 close(&self.dev, *id);
+                crate::held::BACKINGS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 *slot = None;
             }
         }
@@ -78,8 +79,13 @@ pub fn acquire(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File) -> Option<Backin
                 let _root = AsServer::new();
                 fs.reopen(inode, OFlags::RDWR).ok()
             };
+            if let Some(rw) = &rw {
+                // The kernel reads this file itself: under -o noatime it must not touch atime.
+                fs.keep_atime(rw);
+            }
             let raw = rw.as_ref().map_or(file.as_raw_fd(), |f| f.as_raw_fd());
             let id = open(&dev, raw)?;
+            crate::held::BACKINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             *slot = Some((id, 1));
             id
         }

@@ -32,13 +32,14 @@ use crate::error::{Error, Malformed, Result};
 use crate::export::Export;
 use crate::handshake::Session;
 use crate::ops;
-use crate::proto::{self, cmd, errno, CmdFlags, Extent, Request};
+use crate::proto::{self, CmdFlags, Command, Errno, Extent, Request};
 use crate::recv::{Inbox, Msg, Recv};
 use crate::send::Outbox;
 use crate::sparse::{self, Layout};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use vecio::{BufPool, BufPoolOptions};
 
+mod payload;
 mod reply;
 use reply::{is_disconnect, vecio_errno};
 
@@ -73,6 +74,7 @@ enum Closing {
 /// A request whose I/O is in flight.
 struct Pending {
     req: Request,
+    cmd: Command,
     /// Bytes of a write already done by earlier attempts.
     done: u32,
     retries: u8,
@@ -115,7 +117,7 @@ impl Conn {
         let limits = Limits {
             size: export.size(),
             read_only: export.is_read_only(),
-            structured: session.structured,
+            framing: session.framing,
             meta: session.meta.is_some(),
         };
         Ok(Conn {
@@ -126,7 +128,7 @@ impl Conn {
             limits,
             shutdown,
             queue,
-            rx: Inbox::new(),
+            rx: Inbox::new(session.framing),
             tx: Outbox::default(),
             bufs,
             pending: Vec::new(),
@@ -247,7 +249,7 @@ impl Conn {
                     return Ok(());
                 }
                 Recv::Msg(Msg::Header(req)) => self.header(req)?,
-                Recv::Msg(Msg::Write(req, buf)) => self.write(req, buf)?,
+                Recv::Msg(Msg::Payload(req, buf)) => self.payload(req, buf)?,
                 Recv::Msg(Msg::Discarded(req, error)) => self.reply_error(&req, error),
             }
         }
@@ -261,36 +263,35 @@ impl Conn {
             cmd = proto::cmd_name(req.kind),
             offset = req.offset,
             len = req.len,
+            flags = req.flags,
             "request"
         );
         let verdict = check(&req, &self.limits);
-        if req.kind == cmd::WRITE && req.len > 0 {
-            match verdict {
-                Ok(()) => {
-                    let buf = self.bufs.get(req.len as usize);
-                    self.rx.start_payload(req, buf);
-                }
-                Err(e) => self.rx.start_discard(req, e),
+        let payload = req.payload_len(self.session.framing);
+        if payload > 0 {
+            self.start_payload(req, payload, verdict);
+            return Ok(());
+        }
+        let cmd = match verdict {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                self.reply_error(&req, e);
+                return Ok(());
             }
-            return Ok(());
-        }
-        if let Err(e) = verdict {
-            self.reply_error(&req, e);
-            return Ok(());
-        }
-        match req.kind {
-            cmd::DISC => self.closing = Some(Closing::Disc),
-            cmd::READ if req.len == 0 => self.reply_ok(&req),
-            cmd::WRITE => self.reply_ok(&req),
-            cmd::READ => self.read(req),
-            _ => self.blocking(req)?,
+        };
+        match cmd {
+            Command::Disc => self.closing = Some(Closing::Disc),
+            Command::Read | Command::Write if req.len == 0 => self.reply_ok(&req),
+            Command::Read => self.read(req),
+            _ => self.blocking(req, cmd)?,
         }
         Ok(())
     }
 
-    fn slot(&mut self, req: Request, done: u32, retries: u8) -> usize {
+    fn slot(&mut self, req: Request, cmd: Command, done: u32, retries: u8) -> usize {
         let p = Pending {
             req,
+            cmd,
             done,
             retries,
             extents: None,
@@ -315,15 +316,19 @@ impl Conn {
         Some(p)
     }
 
+    /// A read (of at most the maximum payload: `check` saw to it).
     fn read(&mut self, req: Request) {
-        let sparse = self.session.structured && !req.cmd_flags().contains(CmdFlags::DF);
+        let framing = self.session.framing;
+        let len = req.len as u32;
+        let sparse = framing.chunks() && !req.cmd_flags().contains(CmdFlags::DF);
         let layout = match sparse {
-            true => sparse::layout(&self.export, req.offset, req.len),
+            true => sparse::layout(&self.export, req.offset, len),
             false => Layout::Data,
         };
         let extents = match layout {
             Layout::Hole => {
-                let chunk = proto::offset_hole_chunk(req.cookie, req.offset, req.len, true);
+                let to = (&req).into();
+                let chunk = proto::offset_hole_chunk(framing, to, req.offset, len, true);
                 self.tx.push(&chunk, None);
                 return;
             }
@@ -331,7 +336,7 @@ impl Conn {
             Layout::Data => None,
         };
         let buf = self.bufs.get(req.len as usize);
-        let slot = self.slot(req, 0, 0);
+        let slot = self.slot(req, Command::Read, 0, 0);
         if let Some(Some(p)) = self.pending.get_mut(slot) {
             p.extents = extents;
         }
@@ -347,11 +352,7 @@ impl Conn {
         }
     }
 
-    /// A write whose payload has arrived (at offset `done` into the request on a retry).
-    fn write(&mut self, req: Request, buf: AlignedBuf) -> Result<()> {
-        self.push_write(req, buf, 0, 0)
-    }
-
+    /// A write whose payload is in `buf` (at offset `done` into the request on a retry).
     fn push_write(&mut self, req: Request, buf: AlignedBuf, done: u32, retries: u8) -> Result<()> {
         // An unaligned write is a read-modify-write inside the queue (edge reads, then the
         // window), waiting there, not here, for requests over its blocks: nothing drains.
@@ -361,7 +362,7 @@ impl Conn {
         } else {
             RwFlags::empty()
         };
-        let slot = self.slot(req, done, retries);
+        let slot = self.slot(req, Command::Write, done, retries);
         let file = self.export.file().clone();
         let bufs = vec![OwnedBuf::Aligned(buf)];
         if let Err(vecio::PushError { error: e, bufs }) =
@@ -376,29 +377,30 @@ impl Conn {
     }
 
     /// Commands served by a blocking call, after this connection's I/O in flight is done.
-    fn blocking(&mut self, req: Request) -> Result<()> {
+    fn blocking(&mut self, req: Request, cmd: Command) -> Result<()> {
         self.drain()?;
-        let (e, off, len, flags) = (&*self.export, req.offset, req.len as u64, req.cmd_flags());
-        let result = match req.kind {
-            cmd::FLUSH => ops::flush(e),
-            cmd::TRIM if len == 0 => Ok(()),
-            cmd::TRIM => ops::trim(e, off, len, flags),
-            cmd::WRITE_ZEROES if len == 0 => Ok(()),
-            cmd::WRITE_ZEROES => ops::write_zeroes(e, off, len, flags),
-            cmd::CACHE => ops::cache(e, off, len),
-            cmd::BLOCK_STATUS => {
-                match ops::block_status(e, off, req.len, flags.contains(CmdFlags::REQ_ONE)) {
+        let (e, off, len, flags) = (&*self.export, req.offset, req.len, req.cmd_flags());
+        let result = match cmd {
+            Command::Flush => ops::flush(e),
+            Command::Trim if len == 0 => Ok(()),
+            Command::Trim => ops::trim(e, off, len, flags),
+            Command::WriteZeroes if len == 0 => Ok(()),
+            Command::WriteZeroes => ops::write_zeroes(e, off, len, flags),
+            Command::Cache => ops::cache(e, off, len),
+            Command::BlockStatus => {
+                match ops::block_status(e, off, len, flags.contains(CmdFlags::REQ_ONE)) {
                     Ok(extents) => {
                         let id = self.session.meta.unwrap_or(0);
-                        let mut out = Vec::with_capacity(24 + 8 * extents.len());
-                        proto::encode_block_status(&mut out, req.cookie, id, &extents);
+                        let mut out = Vec::with_capacity(48 + 16 * extents.len());
+                        let framing = self.session.framing;
+                        proto::encode_block_status(&mut out, framing, (&req).into(), id, &extents);
                         self.tx.push(&out, None);
                         return Ok(());
                     }
                     Err(err) => Err(err),
                 }
             }
-            _ => Err(errno::EINVAL),
+            _ => Err(Errno::EINVAL),
         };
         match result {
             Ok(()) => self.reply_ok(&req),
@@ -450,7 +452,7 @@ impl Conn {
                 self.give_back(c.bufs);
                 continue;
             };
-            if p.req.kind == cmd::READ {
+            if p.cmd == Command::Read {
                 self.read_done(p, c);
             } else {
                 self.write_done(p, c)?;
@@ -465,7 +467,7 @@ impl Conn {
             Some(OwnedBuf::Aligned(b)) => b,
             other => {
                 self.give_back(other.into_iter().collect());
-                self.reply_error(&p.req, errno::EIO);
+                self.reply_error(&p.req, Errno::EIO);
                 return;
             }
         };
@@ -479,8 +481,8 @@ impl Conn {
                 }
                 match p.extents {
                     Some(ref extents) if self.closing != Some(Closing::Gone) => {
-                        let (c, off) = (p.req.cookie, p.req.offset);
-                        sparse::reply(&mut self.tx, &mut self.bufs, c, off, buf, extents);
+                        let (framing, to) = (self.session.framing, (&p.req).into());
+                        sparse::reply(&mut self.tx, &mut self.bufs, framing, to, buf, extents);
                     }
                     _ => self.reply_read(&p.req, buf),
                 }
@@ -498,7 +500,7 @@ impl Conn {
             Some(OwnedBuf::Aligned(b)) => b,
             other => {
                 self.give_back(other.into_iter().collect());
-                self.reply_error(&p.req, errno::EIO);
+                self.reply_error(&p.req, Errno::EIO);
                 return Ok(());
             }
         };
@@ -518,7 +520,7 @@ impl Conn {
             }
             Ok(_) => {
                 self.bufs.put(buf);
-                self.reply_error(&p.req, errno::EIO);
+                self.reply_error(&p.req, Errno::EIO);
             }
             Err(e) => {
                 self.bufs.put(buf);

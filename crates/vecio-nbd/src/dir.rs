@@ -208,6 +208,12 @@ impl ExportDir {
         Ok(export)
     }
 
+    /// Exports open now, and retired ones (file removed or replaced) still in use.
+    pub(crate) fn open_counts(&self) -> (usize, usize) {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        (open.current.len(), open.retired.len())
+    }
+
     /// Flushes every export open for writing (`fdatasync(2)`), the retired ones still in
     /// use included; returns the first failure after trying them all.
     pub fn flush(&self) -> Result<()> {

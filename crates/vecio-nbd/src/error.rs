@@ -113,6 +113,10 @@ pub enum Malformed {
     /// More metadata queries than the server takes in one option.
     #[error("{0} metadata queries")]
     TooManyQueries(u32),
+    /// A request's payload is longer than the server takes (extended headers: the protocol
+    /// lets the server disconnect rather than read it).
+    #[error("request payload of {0} bytes (at most 32 MiB)")]
+    PayloadTooLong(u64),
     /// The peer closed the connection in the middle of a message.
     #[error("connection closed mid-message")]
     Eof,

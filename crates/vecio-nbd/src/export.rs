@@ -15,7 +15,7 @@ use vecio::{AlignedBuf, Direct, File};
 
 use crate::error::{Error, Result};
 use crate::holes::HoleHint;
-use crate::proto::TransmissionFlags;
+use crate::proto::{Framing, TransmissionFlags};
 
 /// Largest payload of one read or write request (32 MiB, the protocol's portable maximum).
 pub const MAX_PAYLOAD: u32 = 32 << 20;
@@ -197,9 +197,9 @@ impl Export {
         (MIN_BLOCK, self.preferred, MAX_PAYLOAD)
     }
 
-    /// The transmission flags for a client that did (or did not) negotiate structured
-    /// replies.
-    pub fn flags(&self, structured: bool) -> TransmissionFlags {
+    /// The transmission flags for a client that negotiated `framing`: `SEND_DF` with
+    /// structured replies or extended headers, `BLOCK_STATUS_PAYLOAD` with extended headers.
+    pub fn flags(&self, framing: Framing) -> TransmissionFlags {
         let mut f = TransmissionFlags::HAS_FLAGS
             | TransmissionFlags::SEND_FLUSH
             | TransmissionFlags::SEND_FUA
@@ -212,8 +212,11 @@ impl Export {
                 | TransmissionFlags::SEND_WRITE_ZEROES
                 | TransmissionFlags::SEND_FAST_ZERO;
         }
-        if structured {
+        if framing.chunks() {
             f |= TransmissionFlags::SEND_DF;
+        }
+        if framing == Framing::Extended {
+            f |= TransmissionFlags::BLOCK_STATUS_PAYLOAD;
         }
         f
     }
@@ -269,13 +272,21 @@ mod tests {
     fn flags_follow_the_options() {
         let (_d, e) = export(false, Cache::None);
         assert_eq!(e.size(), 1 << 20);
-        let f = e.flags(false);
+        let f = e.flags(Framing::Simple);
         assert!(f.contains(TransmissionFlags::SEND_WRITE_ZEROES | TransmissionFlags::SEND_TRIM));
         assert!(!f.contains(TransmissionFlags::SEND_DF));
-        assert!(e.flags(true).contains(TransmissionFlags::SEND_DF));
+        assert!(e
+            .flags(Framing::Structured)
+            .contains(TransmissionFlags::SEND_DF));
+        assert!(!e
+            .flags(Framing::Structured)
+            .contains(TransmissionFlags::BLOCK_STATUS_PAYLOAD));
+        assert!(e
+            .flags(Framing::Extended)
+            .contains(TransmissionFlags::SEND_DF | TransmissionFlags::BLOCK_STATUS_PAYLOAD));
         assert!(e.file().is_direct());
         let (_d, e) = export(true, Cache::Writeback);
-        let f = e.flags(true);
+        let f = e.flags(Framing::Structured);
         assert!(f.contains(TransmissionFlags::READ_ONLY));
         assert!(!f.contains(TransmissionFlags::SEND_TRIM));
         assert!(!f.contains(TransmissionFlags::SEND_FAST_ZERO));

@@ -34,6 +34,14 @@ impl Exports {
         }
     }
 
+    /// Exports open now, and retired ones still in use.
+    pub(crate) fn open_counts(&self) -> (usize, usize) {
+        match self {
+            Exports::One(_) => (1, 0),
+            Exports::Dir(d) => d.open_counts(),
+        }
+    }
+
     /// The final flush of every export open for writing.
     pub(crate) fn flush(&self) -> Result<()> {
         match self {

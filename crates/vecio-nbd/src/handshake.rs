@@ -2,8 +2,9 @@
 //! chooses the export (`NBD_OPT_GO` or `NBD_OPT_EXPORT_NAME`) or leaves (`NBD_OPT_ABORT`).
 //!
 //! Supported: `EXPORT_NAME`, `ABORT`, `LIST`, `INFO`, `GO` (with `NBD_INFO_EXPORT`, `NAME`,
-//! `DESCRIPTION`, `BLOCK_SIZE`), `STRUCTURED_REPLY`, `LIST_META_CONTEXT` and
-//! `SET_META_CONTEXT` for `base:allocation`, and `STARTTLS` when the server has TLS (refused
+//! `DESCRIPTION`, `BLOCK_SIZE`), `STRUCTURED_REPLY`, `EXTENDED_HEADERS` (which takes
+//! precedence: `STRUCTURED_REPLY` after it is `NBD_REP_ERR_EXT_HEADER_REQD`),
+//! `LIST_META_CONTEXT` and `SET_META_CONTEXT` for `base:allocation`, and `STARTTLS` when the server has TLS (refused
 //! with `NBD_REP_ERR_POLICY` otherwise; under `--tls=require` every other option but `ABORT`
 //! gets `NBD_REP_ERR_TLS_REQD` until TLS is on). Anything else is `NBD_REP_ERR_UNSUP`. Once shutdown starts, options other than `ABORT` get
 //! `NBD_REP_ERR_SHUTDOWN`.
@@ -15,7 +16,8 @@ use std::time::{Duration, Instant};
 use crate::error::Malformed;
 use crate::export::Export;
 use crate::exports::Exports;
-use crate::proto::{self, info, opt, rep, HandshakeFlags, OptionHeader, TransmissionFlags};
+use crate::proto::TransmissionFlags;
+use crate::proto::{self, info, opt, rep, Framing, HandshakeFlags, OptionHeader};
 use crate::stream::{wait, ShutdownHandle, Stream};
 use crate::tls::{Tls, TlsMode};
 
@@ -30,8 +32,8 @@ pub(crate) const BASE_ALLOCATION: &str = "base:allocation";
 /// What a successful handshake agreed on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Session {
-    /// Structured replies were negotiated.
-    pub(crate) structured: bool,
+    /// Simple, structured or extended: how transmission messages are framed.
+    pub(crate) framing: Framing,
     /// `base:allocation` was selected (its context id).
     pub(crate) meta: Option<u32>,
     /// The transmission flags the client was given.
@@ -122,7 +124,7 @@ impl Wire<'_> {
 /// Option state between options.
 struct State<'a> {
     exports: &'a Exports,
-    structured: bool,
+    framing: Framing,
     /// The export `base:allocation` was selected for (by `SET_META_CONTEXT`).
     meta: Option<Arc<Export>>,
     out: Vec<u8>,
@@ -133,14 +135,28 @@ impl State<'_> {
         proto::encode_option_reply(&mut self.out, option, kind, data);
     }
 
+    /// True when `base:allocation` is selected for `export`.
+    fn meta_for(&self, export: &Arc<Export>) -> bool {
+        self.meta.as_ref().is_some_and(|m| Arc::ptr_eq(m, export))
+    }
+
+    /// The transmission flags `export` is offered with: block status with a payload only
+    /// where a context is selected.
+    fn flags(&self, export: &Arc<Export>) -> TransmissionFlags {
+        let mut f = export.flags(self.framing);
+        if !self.meta_for(export) {
+            f.remove(TransmissionFlags::BLOCK_STATUS_PAYLOAD);
+        }
+        f
+    }
+
     /// Transmission on `export`: the metadata context stays selected only when it was
     /// selected for that export.
     fn go(&self, export: Arc<Export>) -> Outcome {
-        let meta = self.meta.as_ref().is_some_and(|m| Arc::ptr_eq(m, &export));
         let session = Session {
-            structured: self.structured,
-            meta: meta.then_some(BASE_ALLOCATION_ID),
-            flags: export.flags(self.structured),
+            framing: self.framing,
+            meta: self.meta_for(&export).then_some(BASE_ALLOCATION_ID),
+            flags: self.flags(&export),
         };
         Outcome::Go(session, export)
     }
@@ -184,7 +200,7 @@ impl State<'_> {
             }
         };
         let e = self.lookup(option, &req.name)?;
-        let flags = e.flags(self.structured);
+        let flags = self.flags(&e);
         self.reply(option, rep::INFO, &proto::info_export(e.size(), flags));
         let (min, pref, max) = e.block_sizes();
         self.reply(option, rep::INFO, &proto::info_block_size(min, pref, max));
@@ -205,7 +221,7 @@ impl State<'_> {
         if set {
             // Setting replaces the selection, even when it fails.
             self.meta = None;
-            if !self.structured {
+            if !self.framing.chunks() {
                 let msg = b"structured replies must be negotiated first";
                 self.reply(option, rep::ERR_INVALID, msg);
                 return;
@@ -272,7 +288,7 @@ fn starttls(
             st.reply(option, rep::ACK, &[]);
             wire.write_all(&std::mem::take(&mut st.out))?;
             wire.stream.start_tls(t)?;
-            st.structured = false;
+            st.framing = Framing::Simple;
             st.meta = None;
             tracing::debug!(
                 "TLS on: {}",
@@ -298,7 +314,7 @@ pub(crate) fn negotiate(
     let no_zeroes = client.contains(proto::ClientFlags::NO_ZEROES);
     let mut st = State {
         exports,
-        structured: false,
+        framing: Framing::Simple,
         meta: None,
         out: Vec::new(),
     };
@@ -361,7 +377,7 @@ fn option(st: &mut State<'_>, option: u32, data: &[u8], no_zeroes: bool) -> Opti
                 tracing::debug!(export = name, "EXPORT_NAME refused: closing");
                 return Some(Outcome::Closed);
             };
-            let flags = export.flags(st.structured);
+            let flags = st.flags(&export);
             st.out.extend(proto::encode_export_name_reply(
                 export.size(),
                 flags,
@@ -390,8 +406,22 @@ fn option(st: &mut State<'_>, option: u32, data: &[u8], no_zeroes: bool) -> Opti
             st.reply(option, rep::ERR_INVALID, b"STRUCTURED_REPLY takes no data");
             None
         }
+        opt::STRUCTURED_REPLY if st.framing == Framing::Extended => {
+            let msg = b"extended headers are negotiated and take precedence";
+            st.reply(option, rep::ERR_EXT_HEADER_REQD, msg);
+            None
+        }
         opt::STRUCTURED_REPLY => {
-            st.structured = true;
+            st.framing = Framing::Structured;
+            st.reply(option, rep::ACK, &[]);
+            None
+        }
+        opt::EXTENDED_HEADERS if !empty => {
+            st.reply(option, rep::ERR_INVALID, b"EXTENDED_HEADERS takes no data");
+            None
+        }
+        opt::EXTENDED_HEADERS => {
+            st.framing = Framing::Extended;
             st.reply(option, rep::ACK, &[]);
             None
         }

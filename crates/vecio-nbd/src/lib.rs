@@ -15,7 +15,8 @@
 //! - [`proto`]: the wire format, pure encode/decode.
 //!
 //! The protocol followed is the NBD project's `doc/proto.md`: fixed newstyle handshake,
-//! simple and structured replies, READ, WRITE, FLUSH, TRIM, WRITE_ZEROES (NO_HOLE,
+//! simple and structured replies, extended headers (`NBD_OPT_EXTENDED_HEADERS`: 64-bit
+//! lengths, `NBD_REPLY_TYPE_BLOCK_STATUS_EXT`, a block-status payload filter), READ, WRITE, FLUSH, TRIM, WRITE_ZEROES (NO_HOLE,
 //! FAST_ZERO), BLOCK_STATUS (`base:allocation`), CACHE, DISC; FUA and DF flags; TLS through
 //! `NBD_OPT_STARTTLS` ([`Tls`]).
 
@@ -29,6 +30,7 @@ mod error;
 mod export;
 mod exports;
 mod handshake;
+mod held;
 mod holes;
 mod ops;
 pub mod proto;
@@ -42,6 +44,7 @@ mod tls;
 pub use activation::listen_fds;
 pub use dir::{check_name, ExportDir};
 pub use error::{Error, Malformed, Result};
+pub use held::{Held, HeldCounter};
 pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
 pub use server::{ListenAddr, Server, ServerOptions};
 pub use stream::ShutdownHandle;

@@ -3,31 +3,29 @@
 //! flight before it calls one (see `conn.rs`), so none runs while this connection holds range
 //! locks.
 //!
-//! Errors are NBD error values ([`crate::proto::errno`]).
+//! Errors are NBD error values ([`Errno`]).
 
 use rustix::fs::SeekFrom;
-use rustix::io::Errno;
+use rustix::io::Errno as OsErrno;
 
 use crate::export::{Cache, Export};
-use crate::proto::{errno, nbd_errno, AllocFlags, CmdFlags, Extent};
+use crate::proto::{AllocFlags, CmdFlags, Errno, Extent};
 
 /// Most extents one block-status reply carries (the protocol asks for at most 2^20).
 pub(crate) const MAX_EXTENTS: usize = 1 << 16;
 
-fn os(e: Errno) -> u32 {
-    nbd_errno(e.raw_os_error())
+fn os(e: OsErrno) -> Errno {
+    Errno::from_os(e.raw_os_error())
 }
 
 /// `NBD_CMD_FLUSH`: `fdatasync(2)` on the shared file, covering every connection's writes.
-pub(crate) fn flush(export: &Export) -> Result<(), u32> {
-    export
-        .flush()
-        .map_err(|e| nbd_errno(e.raw_os_error().unwrap_or(libc::EIO)))
+pub(crate) fn flush(export: &Export) -> Result<(), Errno> {
+    export.flush().map_err(|e| Errno::from_io(&e))
 }
 
 /// `NBD_CMD_TRIM`: punches a hole (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`). A trim is
 /// advisory: where the file system cannot punch, nothing is done and the trim succeeds.
-pub(crate) fn trim(export: &Export, offset: u64, len: u64, flags: CmdFlags) -> Result<(), u32> {
+pub(crate) fn trim(export: &Export, offset: u64, len: u64, flags: CmdFlags) -> Result<(), Errno> {
     match punch(export, offset, len) {
         Ok(()) => {}
         Err(e) if unsupported(e) => {}
@@ -48,7 +46,7 @@ pub(crate) fn write_zeroes(
     offset: u64,
     len: u64,
     flags: CmdFlags,
-) -> Result<(), u32> {
+) -> Result<(), Errno> {
     {
         // vecio holds the blocks each fallocate touches exclusively, so no read-modify-write
         // of an unaligned neighbour can write stale bytes back over them.
@@ -69,7 +67,7 @@ pub(crate) fn write_zeroes(
         }
         if !done {
             if flags.contains(CmdFlags::FAST_ZERO) {
-                return Err(errno::ENOTSUP);
+                return Err(Errno::ENOTSUP);
             }
             write_zero_bytes(export, offset, len)?;
         }
@@ -80,31 +78,31 @@ pub(crate) fn write_zeroes(
     Ok(())
 }
 
-fn punch(export: &Export, offset: u64, len: u64) -> Result<(), Errno> {
+fn punch(export: &Export, offset: u64, len: u64) -> Result<(), OsErrno> {
     export.holes().punched();
     export.file().punch_hole(offset, len).map_err(io_errno)
 }
 
-fn io_errno(e: std::io::Error) -> Errno {
-    Errno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
+fn io_errno(e: std::io::Error) -> OsErrno {
+    OsErrno::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 /// `fallocate` modes a file system or device may not have.
-fn unsupported(e: Errno) -> bool {
-    e == Errno::OPNOTSUPP || e == Errno::NOSYS || e == Errno::NODEV || e == Errno::INVAL
+fn unsupported(e: OsErrno) -> bool {
+    e == OsErrno::OPNOTSUPP || e == OsErrno::NOSYS || e == OsErrno::NODEV || e == OsErrno::INVAL
 }
 
 /// Writes zero bytes over the range through vecio (aligned chunks go straight to the file;
 /// unaligned edges are read-modify-written under vecio's range lock).
-fn write_zero_bytes(export: &Export, mut offset: u64, len: u64) -> Result<(), u32> {
+fn write_zero_bytes(export: &Export, mut offset: u64, len: u64) -> Result<(), Errno> {
     let zeros = export.zeros();
     let end = offset + len;
     while offset < end {
         let n = ((end - offset) as usize).min(zeros.len());
         match export.file().write_at(&zeros[..n], offset) {
-            Ok(0) => return Err(errno::EIO),
+            Ok(0) => return Err(Errno::EIO),
             Ok(w) => offset += w as u64,
-            Err(e) => return Err(nbd_errno(e.raw_os_error().unwrap_or(libc::EIO))),
+            Err(e) => return Err(Errno::from_os(e.raw_os_error().unwrap_or(libc::EIO))),
         }
     }
     Ok(())
@@ -113,7 +111,7 @@ fn write_zero_bytes(export: &Export, mut offset: u64, len: u64) -> Result<(), u3
 /// `NBD_CMD_CACHE`: `posix_fadvise(WILLNEED)` for a buffered export. A direct export has no
 /// page cache to fill (filling it would be the double caching direct I/O exists to avoid),
 /// so the hint is accepted and does nothing.
-pub(crate) fn cache(export: &Export, offset: u64, len: u64) -> Result<(), u32> {
+pub(crate) fn cache(export: &Export, offset: u64, len: u64) -> Result<(), Errno> {
     if export.cache() == Cache::Writeback {
         let len = std::num::NonZeroU64::new(len);
         // Advice only: a refusal changes nothing for the client.
@@ -124,14 +122,15 @@ pub(crate) fn cache(export: &Export, offset: u64, len: u64) -> Result<(), u32> {
 
 /// `NBD_CMD_BLOCK_STATUS` for `base:allocation`: extents from `SEEK_DATA`/`SEEK_HOLE`, holes
 /// reported as `HOLE | ZERO`, data as 0. Where the file cannot tell, the whole range is
-/// reported as data (status 0 is always safe). With `one`, a single extent.
+/// reported as data (status 0 is always safe). With `one`, a single extent. The extents
+/// cover the range, or a first part of it when [`MAX_EXTENTS`] are not enough.
 pub(crate) fn block_status(
     export: &Export,
     offset: u64,
-    len: u32,
+    len: u64,
     one: bool,
-) -> Result<Vec<Extent>, u32> {
-    let end = offset + len as u64;
+) -> Result<Vec<Extent>, Errno> {
+    let end = offset.saturating_add(len);
     let fd = export.file();
     let mut out: Vec<Extent> = Vec::new();
     let mut pos = offset;
@@ -143,11 +142,11 @@ pub(crate) fn block_status(
                 _ => (end, AllocFlags::empty()),
             },
             // No data from here to the end of the file.
-            Err(Errno::NXIO) => (end, AllocFlags::HOLE | AllocFlags::ZERO),
+            Err(OsErrno::NXIO) => (end, AllocFlags::HOLE | AllocFlags::ZERO),
             Err(_) => (end, AllocFlags::empty()),
         };
         let upto = upto.min(end);
-        let n = (upto - pos) as u32;
+        let n = upto - pos;
         match out.last_mut() {
             Some(last) if last.flags == flags.bits() => last.len += n,
             _ => out.push(Extent {

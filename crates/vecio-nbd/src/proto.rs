@@ -2,7 +2,12 @@
 //! command and flag values, and pure encode/decode functions. No I/O happens here; every
 //! decoder takes bytes and returns a value or a [`Malformed`](crate::Malformed) reason, never panics.
 //!
-//! All integers on the wire are big-endian.
+//! All integers on the wire are big-endian; the fixed-size parts of messages are zerocopy
+//! structs (`wire.rs`). Commands are a [`Command`], errors an [`Errno`].
+//!
+//! Two framings of transmission: compact (28-byte requests; simple replies, or structured
+//! ones after `NBD_OPT_STRUCTURED_REPLY`) and extended (after `NBD_OPT_EXTENDED_HEADERS`:
+//! 32-byte requests and replies, 64-bit lengths), chosen per session ([`Framing`]).
 
 use bitflags::bitflags;
 
@@ -19,17 +24,25 @@ pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
 /// `NBD_STRUCTURED_REPLY_MAGIC`.
 pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
+/// `NBD_EXTENDED_REQUEST_MAGIC`: the first 4 bytes of every request once extended headers
+/// are negotiated.
+pub const EXTENDED_REQUEST_MAGIC: u32 = 0x21e4_1c71;
+/// `NBD_EXTENDED_REPLY_MAGIC`: the first 4 bytes of every reply chunk once extended headers
+/// are negotiated.
+pub const EXTENDED_REPLY_MAGIC: u32 = 0x6e8a_278c;
 
-/// Length of a transmission request header.
+/// Length of a compact transmission request header.
 pub const REQUEST_LEN: usize = 28;
+/// Length of an extended transmission request header.
+pub const EXTENDED_REQUEST_LEN: usize = 32;
 /// Length of an option header (magic, option, length).
 pub const OPTION_HEADER_LEN: usize = 16;
 /// Length of a simple reply header.
 pub const SIMPLE_REPLY_LEN: usize = 16;
 /// Length of a structured reply chunk header.
 pub const STRUCTURED_HEADER_LEN: usize = 20;
-/// Length of the header of an `NBD_REPLY_TYPE_OFFSET_DATA` chunk, its offset field included.
-pub const OFFSET_DATA_HEADER_LEN: usize = STRUCTURED_HEADER_LEN + 8;
+/// Length of an extended reply chunk header.
+pub const EXTENDED_HEADER_LEN: usize = 32;
 /// Longest string the protocol allows (names, messages).
 pub const MAX_STRING: usize = 4096;
 
@@ -77,6 +90,9 @@ bitflags! {
         const SEND_CACHE = 1 << 10;
         /// `NBD_FLAG_SEND_FAST_ZERO`: `NBD_CMD_FLAG_FAST_ZERO` is understood.
         const SEND_FAST_ZERO = 1 << 11;
+        /// `NBD_FLAG_BLOCK_STATUS_PAYLOAD`: `NBD_CMD_BLOCK_STATUS` takes a payload that
+        /// names the contexts to answer for (extended headers only).
+        const BLOCK_STATUS_PAYLOAD = 1 << 12;
     }
 
     /// Command flags of a transmission request.
@@ -92,6 +108,9 @@ bitflags! {
         const REQ_ONE = 1 << 3;
         /// `NBD_CMD_FLAG_FAST_ZERO`: fail with `NBD_ENOTSUP` unless zeroing is fast.
         const FAST_ZERO = 1 << 4;
+        /// `NBD_CMD_FLAG_PAYLOAD_LEN`: the length is of a payload that follows the header
+        /// (extended headers only; without it, the length is the command's effect length).
+        const PAYLOAD_LEN = 1 << 5;
     }
 
     /// Flags of a structured reply chunk.
@@ -131,6 +150,8 @@ pub mod opt {
     pub const LIST_META_CONTEXT: u32 = 9;
     /// `NBD_OPT_SET_META_CONTEXT`: select metadata contexts.
     pub const SET_META_CONTEXT: u32 = 10;
+    /// `NBD_OPT_EXTENDED_HEADERS`: use 32-byte request and reply headers with 64-bit lengths.
+    pub const EXTENDED_HEADERS: u32 = 11;
 }
 
 /// Option reply types (`NBD_REP_*`).
@@ -161,6 +182,9 @@ pub mod rep {
     pub const ERR_BLOCK_SIZE_REQD: u32 = (1 << 31) + 8;
     /// `NBD_REP_ERR_TOO_BIG`: the request or reply is too large.
     pub const ERR_TOO_BIG: u32 = (1 << 31) + 9;
+    /// `NBD_REP_ERR_EXT_HEADER_REQD`: extended headers are negotiated, so structured
+    /// replies cannot be.
+    pub const ERR_EXT_HEADER_REQD: u32 = (1 << 31) + 10;
 }
 
 /// Information types of `NBD_OPT_INFO`/`NBD_OPT_GO` (`NBD_INFO_*`).
@@ -175,93 +199,78 @@ pub mod info {
     pub const BLOCK_SIZE: u16 = 3;
 }
 
-/// Command types (`NBD_CMD_*`).
-pub mod cmd {
-    /// `NBD_CMD_READ`.
-    pub const READ: u16 = 0;
-    /// `NBD_CMD_WRITE`.
-    pub const WRITE: u16 = 1;
-    /// `NBD_CMD_DISC`.
-    pub const DISC: u16 = 2;
-    /// `NBD_CMD_FLUSH`.
-    pub const FLUSH: u16 = 3;
-    /// `NBD_CMD_TRIM`.
-    pub const TRIM: u16 = 4;
-    /// `NBD_CMD_CACHE`.
-    pub const CACHE: u16 = 5;
-    /// `NBD_CMD_WRITE_ZEROES`.
-    pub const WRITE_ZEROES: u16 = 6;
-    /// `NBD_CMD_BLOCK_STATUS`.
-    pub const BLOCK_STATUS: u16 = 7;
-}
-
-/// Structured reply chunk types (`NBD_REPLY_TYPE_*`).
-pub mod reply_type {
-    /// `NBD_REPLY_TYPE_NONE`.
-    pub const NONE: u16 = 0;
-    /// `NBD_REPLY_TYPE_OFFSET_DATA`.
-    pub const OFFSET_DATA: u16 = 1;
-    /// `NBD_REPLY_TYPE_OFFSET_HOLE`.
-    pub const OFFSET_HOLE: u16 = 2;
-    /// `NBD_REPLY_TYPE_BLOCK_STATUS`.
-    pub const BLOCK_STATUS: u16 = 5;
+/// Structured and extended reply chunk types (`NBD_REPLY_TYPE_*`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum ReplyType {
+    /// `NBD_REPLY_TYPE_NONE`: the reply ends, successfully unless an error chunk came.
+    None = 0,
+    /// `NBD_REPLY_TYPE_OFFSET_DATA`: bytes read at an offset.
+    OffsetData = 1,
+    /// `NBD_REPLY_TYPE_OFFSET_HOLE`: a range that reads as zeroes.
+    OffsetHole = 2,
+    /// `NBD_REPLY_TYPE_BLOCK_STATUS`: extents with 32-bit lengths (compact framing).
+    BlockStatus = 5,
+    /// `NBD_REPLY_TYPE_BLOCK_STATUS_EXT`: extents with 64-bit lengths (extended framing).
+    BlockStatusExt = 6,
     /// `NBD_REPLY_TYPE_ERROR`.
-    pub const ERROR: u16 = (1 << 15) + 1;
+    Error = (1 << 15) + 1,
     /// `NBD_REPLY_TYPE_ERROR_OFFSET`.
-    pub const ERROR_OFFSET: u16 = (1 << 15) + 2;
+    ErrorOffset = (1 << 15) + 2,
 }
 
-/// Error values of replies (`NBD_E*`).
-pub mod errno {
-    /// `NBD_EPERM`.
-    pub const EPERM: u32 = 1;
-    /// `NBD_EIO`.
-    pub const EIO: u32 = 5;
-    /// `NBD_ENOMEM`.
-    pub const ENOMEM: u32 = 12;
-    /// `NBD_EINVAL`.
-    pub const EINVAL: u32 = 22;
-    /// `NBD_ENOSPC`.
-    pub const ENOSPC: u32 = 28;
-    /// `NBD_EOVERFLOW`.
-    pub const EOVERFLOW: u32 = 75;
-    /// `NBD_ENOTSUP`.
-    pub const ENOTSUP: u32 = 95;
-    /// `NBD_ESHUTDOWN`.
-    pub const ESHUTDOWN: u32 = 108;
-}
-
-/// The NBD error value for a Linux `errno`, as the protocol's error section asks: quota and
-/// size limits become `NBD_ENOSPC`, a read-only file `NBD_EPERM`, anything unknown `NBD_EIO`.
-pub fn nbd_errno(os: i32) -> u32 {
-    match os {
-        libc::EPERM | libc::EACCES | libc::EROFS => errno::EPERM,
-        libc::ENOMEM => errno::ENOMEM,
-        libc::EINVAL => errno::EINVAL,
-        libc::ENOSPC | libc::EDQUOT | libc::EFBIG => errno::ENOSPC,
-        libc::EOVERFLOW => errno::EOVERFLOW,
-        libc::ESHUTDOWN => errno::ESHUTDOWN,
-        _ => errno::EIO,
+impl ReplyType {
+    /// The type a peer sent, if this crate knows it.
+    pub fn from_raw(raw: u16) -> Option<ReplyType> {
+        Some(match raw {
+            0 => ReplyType::None,
+            1 => ReplyType::OffsetData,
+            2 => ReplyType::OffsetHole,
+            5 => ReplyType::BlockStatus,
+            6 => ReplyType::BlockStatusExt,
+            0x8001 => ReplyType::Error,
+            0x8002 => ReplyType::ErrorOffset,
+            _ => return None,
+        })
     }
 }
 
-/// A name for a command type, for logs.
-pub fn cmd_name(kind: u16) -> &'static str {
-    match kind {
-        cmd::READ => "READ",
-        cmd::WRITE => "WRITE",
-        cmd::DISC => "DISC",
-        cmd::FLUSH => "FLUSH",
-        cmd::TRIM => "TRIM",
-        cmd::CACHE => "CACHE",
-        cmd::WRITE_ZEROES => "WRITE_ZEROES",
-        cmd::BLOCK_STATUS => "BLOCK_STATUS",
-        _ => "unknown",
+/// How a session frames its transmission messages, as negotiated.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// Compact requests, simple replies only.
+    #[default]
+    Simple,
+    /// Compact requests; structured reply chunks (`NBD_OPT_STRUCTURED_REPLY`).
+    Structured,
+    /// Extended requests and reply chunks (`NBD_OPT_EXTENDED_HEADERS`).
+    Extended,
+}
+
+impl Framing {
+    /// True when replies are chunks (structured or extended), never simple for reads.
+    pub fn chunks(self) -> bool {
+        self != Framing::Simple
+    }
+
+    /// Length of a request header in this framing.
+    pub fn request_len(self) -> usize {
+        match self {
+            Framing::Extended => EXTENDED_REQUEST_LEN,
+            _ => REQUEST_LEN,
+        }
     }
 }
 
-mod codec;
+mod command;
+mod errno;
+mod options;
 #[cfg(test)]
 mod tests;
+mod transmission;
+pub(crate) mod wire;
 
-pub use codec::*;
+pub use command::{cmd_name, Command, UnknownCommand};
+pub use errno::Errno;
+pub use options::*;
+pub use transmission::*;

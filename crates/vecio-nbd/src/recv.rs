@@ -8,7 +8,7 @@ use std::io::{self, Read};
 use vecio::AlignedBuf;
 
 use crate::error::Malformed;
-use crate::proto::{Request, REQUEST_LEN};
+use crate::proto::{Errno, Framing, Request, EXTENDED_REQUEST_LEN, REQUEST_LEN};
 use crate::stream::Stream;
 
 /// Size of the read buffer request headers (and small payloads) arrive in.
@@ -17,13 +17,14 @@ const INBUF: usize = 256 << 10;
 /// A message cut out of the byte stream.
 #[derive(Debug)]
 pub(crate) enum Msg {
-    /// A request header. For a write with a payload, the caller must call
-    /// [`Inbox::start_payload`] or [`Inbox::start_discard`] before asking for the next message.
+    /// A request header. For a request with a payload (a write; with extended headers, any
+    /// with `NBD_CMD_FLAG_PAYLOAD_LEN`), the caller must call [`Inbox::start_payload`] or
+    /// [`Inbox::start_discard`] before asking for the next message.
     Header(Request),
-    /// A write and its whole payload.
-    Write(Request, AlignedBuf),
-    /// A refused write whose payload was skipped; the error to reply with.
-    Discarded(Request, u32),
+    /// A request and its whole payload.
+    Payload(Request, AlignedBuf),
+    /// A refused request whose payload was skipped; the error to reply with.
+    Discarded(Request, Errno),
 }
 
 /// What a receive attempt found.
@@ -48,7 +49,7 @@ enum State {
     Discard {
         req: Request,
         left: u64,
-        error: u32,
+        error: Errno,
     },
 }
 
@@ -58,16 +59,21 @@ pub(crate) struct Inbox {
     start: usize,
     end: usize,
     state: State,
+    /// Length of a request header: compact or extended, as negotiated.
+    header_len: usize,
+    framing: Framing,
 }
 
 impl Inbox {
-    /// An empty inbox.
-    pub(crate) fn new() -> Self {
+    /// An empty inbox for requests framed as `framing` says.
+    pub(crate) fn new(framing: Framing) -> Self {
         Inbox {
             buf: vec![0u8; INBUF].into_boxed_slice(),
             start: 0,
             end: 0,
             state: State::Header,
+            header_len: framing.request_len(),
+            framing,
         }
     }
 
@@ -79,7 +85,7 @@ impl Inbox {
     /// True when a whole request header waits in the read buffer (read from the socket while
     /// the connection could take no more requests): the socket may have nothing more to say.
     pub(crate) fn holds_request(&self) -> bool {
-        matches!(self.state, State::Header) && self.buffered() >= REQUEST_LEN
+        matches!(self.state, State::Header) && self.buffered() >= self.header_len
     }
 
     /// True while a write's payload is being received or skipped.
@@ -92,7 +98,7 @@ impl Inbox {
         !matches!(self.state, State::Header) || self.buffered() > 0
     }
 
-    /// Receives the payload of the write `req` into `buf` (of exactly `req.len` bytes).
+    /// Receives the payload of `req` into `buf` (of exactly its payload's length).
     pub(crate) fn start_payload(&mut self, req: Request, buf: AlignedBuf) {
         self.state = State::Payload {
             req,
@@ -101,13 +107,36 @@ impl Inbox {
         };
     }
 
-    /// Skips the payload of the refused write `req`, to be answered with `error`.
-    pub(crate) fn start_discard(&mut self, req: Request, error: u32) {
+    /// Skips the payload of the refused request `req`, to be answered with `error`.
+    pub(crate) fn start_discard(&mut self, req: Request, error: Errno) {
         self.state = State::Discard {
             req,
-            left: req.len as u64,
+            left: req.payload_len(self.framing),
             error,
         };
+    }
+
+    /// Cuts the next request header out of the read buffer, if it is all there.
+    fn header(&mut self) -> Option<Result<Request, Malformed>> {
+        if self.buffered() < self.header_len {
+            return None;
+        }
+        let at = self.start;
+        let h = self.buf.get(at..at + self.header_len)?;
+        let r = match self.framing {
+            Framing::Extended => {
+                let mut b = [0u8; EXTENDED_REQUEST_LEN];
+                b.copy_from_slice(h);
+                Request::decode_extended(&b)
+            }
+            _ => {
+                let mut b = [0u8; REQUEST_LEN];
+                b.copy_from_slice(h);
+                Request::decode(&b)
+            }
+        };
+        self.start += self.header_len;
+        Some(r)
     }
 
     /// Reads into the free end of the buffer; `Ok(0)` is the end of the stream.
@@ -115,7 +144,7 @@ impl Inbox {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
-        } else if self.start > 0 && self.buf.len() - self.end < REQUEST_LEN {
+        } else if self.start > 0 && self.buf.len() - self.end < self.header_len {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
@@ -139,11 +168,8 @@ impl Inbox {
         loop {
             match &mut self.state {
                 State::Header => {
-                    if self.buffered() >= REQUEST_LEN {
-                        let mut h = [0u8; REQUEST_LEN];
-                        h.copy_from_slice(&self.buf[self.start..self.start + REQUEST_LEN]);
-                        self.start += REQUEST_LEN;
-                        return Ok(Request::decode(&h).map(|r| Recv::Msg(Msg::Header(r))));
+                    if let Some(r) = self.header() {
+                        return Ok(r.map(|r| Recv::Msg(Msg::Header(r))));
                     }
                 }
                 State::Payload { buf, filled, .. } => {
@@ -168,7 +194,7 @@ impl Inbox {
                         if let State::Payload { req, buf, .. } =
                             std::mem::replace(&mut self.state, State::Header)
                         {
-                            return Ok(Ok(Recv::Msg(Msg::Write(req, buf))));
+                            return Ok(Ok(Recv::Msg(Msg::Payload(req, buf))));
                         }
                     }
                 }

@@ -12,9 +12,12 @@ use crate::stream::Stream;
 /// Replies gathered into one `writev` at most (two slices each).
 const BATCH: usize = 32;
 
+/// Longest reply header kept inline (an extended chunk header with its fixed fields).
+const INLINE: usize = crate::proto::ReplyHead::MAX;
+
 /// A reply header: small ones inline, long ones (error messages, extents) on the heap.
 enum Head {
-    Inline { bytes: [u8; 32], len: u8 },
+    Inline { bytes: [u8; INLINE], len: u8 },
     Heap(Vec<u8>),
 }
 
@@ -60,8 +63,8 @@ impl Outbox {
 
     /// Queues a reply of `head` followed by `payload`.
     pub(crate) fn push(&mut self, head: &[u8], payload: Option<AlignedBuf>) {
-        let head = if head.len() <= 32 {
-            let mut bytes = [0u8; 32];
+        let head = if head.len() <= INLINE {
+            let mut bytes = [0u8; INLINE];
             bytes[..head.len()].copy_from_slice(head);
             Head::Inline {
                 bytes,

@@ -115,6 +115,7 @@ pub enum ListenAddr {
 /// An NBD server of one [`Export`], or of an [`ExportDir`]'s (see the crate documentation).
 pub struct Server {
     exports: Arc<Exports>,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
     opts: ServerOptions,
     listeners: Vec<Listener>,
     shutdown: ShutdownHandle,
@@ -136,6 +137,7 @@ impl Server {
         let shutdown = ShutdownHandle::new().map_err(Error::Thread)?;
         Ok(Server {
             exports: Arc::new(exports),
+            connections: Default::default(),
             opts,
             listeners: Vec::new(),
             shutdown,
@@ -147,6 +149,15 @@ impl Server {
         match &*self.exports {
             Exports::One(e) => Some(e),
             Exports::Dir(_) => None,
+        }
+    }
+
+    /// Reads what the server holds (connections, open exports, files, ring slots), from any
+    /// thread, while it runs.
+    pub fn held(&self) -> crate::HeldCounter {
+        crate::HeldCounter {
+            exports: self.exports.clone(),
+            connections: self.connections.clone(),
         }
     }
 
@@ -322,11 +333,19 @@ impl Server {
     fn spawn(&self, id: u64, stream: Stream) -> Result<JoinHandle<()>> {
         let exports = self.exports.clone();
         let shutdown = self.shutdown.clone();
+        let count = crate::held::ConnectionCount::new(&self.connections);
+        let held = self.held();
         let aio = self.opts.aio;
         let tls = self.opts.tls.clone();
         std::thread::Builder::new()
             .name(format!("nbd-conn-{id}"))
-            .spawn(move || connection(id, stream, exports, aio, tls, shutdown))
+            .spawn(move || {
+                connection(id, stream, exports, aio, tls, shutdown);
+                drop(count);
+                if tracing::enabled!(tracing::Level::DEBUG) {
+                    tracing::debug!(conn = id, "ended; holding {}", held.now());
+                }
+            })
             .map_err(Error::Thread)
     }
 }

@@ -13,7 +13,7 @@ use vecio::AlignedBuf;
 
 use crate::export::Export;
 use crate::ops;
-use crate::proto::{self, AllocFlags, Extent};
+use crate::proto::{self, AllocFlags, Extent, Framing, ReplyTo};
 use crate::send::Outbox;
 use vecio::BufPool;
 
@@ -37,17 +37,18 @@ pub(crate) fn layout(export: &Export, offset: u64, len: u32) -> Layout {
     if !export.holes().worth_walking(export.file().as_fd()) {
         return Layout::Data;
     }
+    let len = u64::from(len);
     let Ok(mut extents) = ops::block_status(export, offset, len, false) else {
         return Layout::Data;
     };
-    let covered: u64 = extents.iter().map(|e| e.len as u64).sum();
-    if covered > len as u64 {
+    let covered: u64 = extents.iter().map(|e| e.len).sum();
+    if covered > len {
         return Layout::Data;
     }
-    if covered < len as u64 {
+    if covered < len {
         // The walk stopped early (extent limit): the rest is sent as data.
         extents.push(Extent {
-            len: len - covered as u32,
+            len: len - covered,
             flags: 0,
         });
     }
@@ -58,13 +59,14 @@ pub(crate) fn layout(export: &Export, offset: u64, len: u32) -> Layout {
     }
 }
 
-/// Queues the reply to a mixed read whose bytes are in `buf`: a hole chunk per hole, a data
-/// chunk (copied out of `buf`) per data extent, then the final `NBD_REPLY_TYPE_NONE`.
+/// Queues the reply to a mixed read whose bytes are in `buf` (the read answers `to`): a hole
+/// chunk per hole, a data chunk (copied out of `buf`) per data extent, then the final
+/// `NBD_REPLY_TYPE_NONE`.
 pub(crate) fn reply(
     tx: &mut Outbox,
     bufs: &mut BufPool,
-    cookie: u64,
-    offset: u64,
+    framing: Framing,
+    to: ReplyTo,
     buf: AlignedBuf,
     extents: &[Extent],
 ) {
@@ -74,16 +76,19 @@ pub(crate) fn reply(
         let Some(bytes) = buf.get(at..at + len) else {
             break;
         };
-        let off = offset + at as u64;
+        let off = to.offset + at as u64;
+        // A read is at most 32 MiB: its extents' lengths fit 32 bits.
+        let n = len as u32;
         if is_hole(e) {
-            tx.push(&proto::offset_hole_chunk(cookie, off, e.len, false), None);
+            tx.push(&proto::offset_hole_chunk(framing, to, off, n, false), None);
         } else {
             let mut piece = bufs.get(len);
             piece.copy_from_slice(bytes);
-            tx.push(&proto::offset_data_piece(cookie, off, e.len), Some(piece));
+            let head = proto::offset_data_header(framing, to, off, n, false);
+            tx.push(&head, Some(piece));
         }
         at += len;
     }
     bufs.put(buf);
-    tx.push(&proto::none_chunk(cookie), None);
+    tx.push(&proto::none_chunk(framing, to), None);
 }

@@ -1,7 +1,9 @@
 //! Real NBD clients against an in-process server: nbdinfo, nbdcopy (Unix socket and TCP,
 //! 4 connections), qemu-img convert and compare, qemu-io with unaligned requests, and fio's
-//! nbd engine with crc32c verification. Each test skips, saying why, when its client is
-//! missing.
+//! nbd engine with crc32c verification. nbdinfo, nbdcopy over the Unix socket, qemu-img and
+//! qemu-io run twice where the trixie chroot of `scripts/peers` exists: the host's (compact
+//! headers) and the chroot's (extended headers). Each test skips, saying why, when its client
+//! is missing.
 
 mod common;
 
@@ -9,10 +11,17 @@ use std::process::Command;
 
 use common::{have, random_bytes, run, start, Opts};
 use vecio_nbd::Cache;
+use vecio_testkit::Peers;
 
 #[test]
 fn nbdinfo_reports_size_block_sizes_and_capabilities() {
-    if !have("nbdinfo") {
+    for peers in Peers::all() {
+        nbdinfo_reports(&peers);
+    }
+}
+
+fn nbdinfo_reports(peers: &Peers) {
+    if !peers.has("nbdinfo") {
         return;
     }
     let mut srv = start(Opts {
@@ -21,12 +30,17 @@ fn nbdinfo_reports_size_block_sizes_and_capabilities() {
         description: "a test disk",
         ..Default::default()
     });
-    let out = run(Command::new("nbdinfo")
+    let nbdinfo = || peers.command("nbdinfo", srv.dir.path());
+    let out = run(nbdinfo()
         .arg("--json")
+        .arg("--no-content")
         .arg(format!("nbd+unix:///disk?socket={}", srv.socket.display())));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["protocol"], "newstyle-fixed");
     assert_eq!(v["structured"], true);
+    // libnbd 1.18 and later ask for extended headers, and get them.
+    let extended = v.get("extended").is_some_and(|x| x == true);
+    assert_eq!(extended, peers.is_chroot(), "{}: {out}", peers.name());
     let e = &v["exports"][0];
     assert_eq!(e["export-name"], "disk");
     assert_eq!(e["description"], "a test disk");
@@ -50,12 +64,9 @@ fn nbdinfo_reports_size_block_sizes_and_capabilities() {
     assert_eq!(e["contexts"][0], "base:allocation");
 
     // --list goes through NBD_OPT_LIST; an unknown export name is refused.
-    let list = run(Command::new("nbdinfo")
-        .arg("--list")
-        .arg("--json")
-        .arg(srv.unix_uri()));
+    let list = run(nbdinfo().arg("--list").arg("--json").arg(srv.unix_uri()));
     assert!(list.contains("\"disk\""), "{list}");
-    let bad = Command::new("nbdinfo")
+    let bad = nbdinfo()
         .arg(format!("nbd+unix:///nope?socket={}", srv.socket.display()))
         .output()
         .unwrap();
@@ -84,7 +95,11 @@ fn nbdinfo_sees_a_read_only_export() {
 /// Copies a random image into the export and back with 4 connections; both copies must be
 /// byte-identical to the source.
 fn nbdcopy_round_trip(tcp: bool, cache: Cache) {
-    if !have("nbdcopy") {
+    nbdcopy_round_trip_with(&Peers::host(), tcp, cache);
+}
+
+fn nbdcopy_round_trip_with(peers: &Peers, tcp: bool, cache: Cache) {
+    if !peers.has("nbdcopy") {
         return;
     }
     let size = 256usize << 20; // the size the issue names
@@ -99,15 +114,13 @@ fn nbdcopy_round_trip(tcp: bool, cache: Cache) {
     let data = random_bytes(size, 42 + tcp as u64);
     std::fs::write(&src, &data).unwrap();
     let uri = if tcp { srv.tcp_uri() } else { srv.unix_uri() };
-    run(Command::new("nbdcopy")
+    let nbdcopy = || peers.command("nbdcopy", srv.dir.path());
+    run(nbdcopy()
         .arg("--connections=4")
         .arg("--flush")
         .arg(&src)
         .arg(&uri));
-    run(Command::new("nbdcopy")
-        .arg("--connections=4")
-        .arg(&uri)
-        .arg(&back));
+    run(nbdcopy().arg("--connections=4").arg(&uri).arg(&back));
     assert!(std::fs::read(&back).unwrap() == data, "read back differs");
     srv.stop().unwrap();
     assert!(std::fs::read(&srv.image).unwrap() == data, "image differs");
@@ -115,7 +128,9 @@ fn nbdcopy_round_trip(tcp: bool, cache: Cache) {
 
 #[test]
 fn nbdcopy_round_trip_over_unix_socket() {
-    nbdcopy_round_trip(false, Cache::None);
+    for peers in Peers::all() {
+        nbdcopy_round_trip_with(&peers, false, Cache::None);
+    }
 }
 
 #[test]
@@ -130,7 +145,13 @@ fn nbdcopy_round_trip_buffered() {
 
 #[test]
 fn qemu_img_convert_and_compare() {
-    if !have("qemu-img") {
+    for peers in Peers::all() {
+        qemu_img_convert_and_compare_with(&peers);
+    }
+}
+
+fn qemu_img_convert_and_compare_with(peers: &Peers) {
+    if !peers.has("qemu-img") {
         return;
     }
     let size = 32usize << 20;
@@ -145,11 +166,12 @@ fn qemu_img_convert_and_compare() {
         chunk.fill(0);
     }
     std::fs::write(&src, &data).unwrap();
-    run(Command::new("qemu-img")
+    let qemu_img = || peers.command("qemu-img", srv.dir.path());
+    run(qemu_img()
         .args(["convert", "-n", "-f", "raw", "-O", "raw"])
         .arg(&src)
         .arg(srv.unix_uri()));
-    run(Command::new("qemu-img")
+    run(qemu_img()
         .args(["compare", "-f", "raw", "-F", "raw"])
         .arg(&src)
         .arg(srv.unix_uri()));
@@ -159,7 +181,13 @@ fn qemu_img_convert_and_compare() {
 
 #[test]
 fn qemu_io_unaligned_requests_land_exactly() {
-    if !have("qemu-io") {
+    for peers in Peers::all() {
+        qemu_io_unaligned_with(&peers);
+    }
+}
+
+fn qemu_io_unaligned_with(peers: &Peers) {
+    if !peers.has("qemu-io") {
         return;
     }
     let size = 4usize << 20;
@@ -176,7 +204,7 @@ fn qemu_io_unaligned_requests_land_exactly() {
         ("write -P 0xcd 12345 77777", 12345, 77777, 0xcd),
         ("write -P 0xef 4194303 1", 4194303, 1, 0xef),
     ];
-    let mut cmd = Command::new("qemu-io");
+    let mut cmd = peers.command("qemu-io", srv.dir.path());
     cmd.args(["-f", "raw"]).arg(srv.unix_uri());
     for (c, off, len, val) in ops {
         cmd.arg("-c").arg(c);

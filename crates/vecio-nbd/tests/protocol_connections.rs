@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use common::{random_bytes, start, Opts, Raw};
-use vecio_nbd::proto::{cmd, CmdFlags};
+use vecio_nbd::proto::{CmdFlags, Command};
 
 /// Shutdown while requests are in flight: they are answered, the server returns cleanly.
 #[test]
@@ -21,15 +21,15 @@ fn shutdown_answers_requests_in_flight() {
     let mut c = Raw::connect(&srv.socket, true);
     let data = random_bytes(1 << 20, 11);
     for i in 0..8u64 {
-        c.send(cmd::WRITE, 0, i, i << 20, 1 << 20, &data);
+        c.send(Command::Write, 0, i, i << 20, 1 << 20, &data);
     }
     // Every write was received once its reply arrives; stop after the first.
     let first = c.reply(None).unwrap();
-    assert_eq!(first.error, 0);
+    assert_eq!(first.error, None);
     srv.stop().unwrap();
     let mut done = vec![first.cookie as usize];
     while let Ok(r) = c.reply(None) {
-        assert_eq!(r.error, 0);
+        assert_eq!(r.error, None);
         done.push(r.cookie as usize);
     }
     let img = std::fs::read(&srv.image).unwrap();
@@ -84,18 +84,18 @@ fn concurrent_unaligned_writes_and_zeroes_do_not_tear() {
                             } else {
                                 0
                             };
-                            c.send(cmd::WRITE_ZEROES, flags, cookie, at, len as u32, &[]);
+                            c.send(Command::WriteZeroes, flags, cookie, at, len as u32, &[]);
                             mine[at as usize..at as usize + len].fill(0);
                         } else {
                             let v = (rng.gen::<u8>() | 1).wrapping_add(t as u8);
                             let payload = vec![v; len];
-                            c.send(cmd::WRITE, 0, cookie, at, len as u32, &payload);
+                            c.send(Command::Write, 0, cookie, at, len as u32, &payload);
                             mine[at as usize..at as usize + len].fill(v);
                         }
                         sent += 1;
                     }
                     for _ in 0..sent {
-                        assert_eq!(c.reply(None).unwrap().error, 0);
+                        assert_eq!(c.reply(None).unwrap().error, None);
                     }
                 }
                 c.disconnect();

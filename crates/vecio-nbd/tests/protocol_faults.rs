@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use common::{start, Opts, Raw};
-use vecio_nbd::proto::{self, cmd, errno, CmdFlags, TransmissionFlags};
+use vecio_nbd::proto::{self, CmdFlags, Command, Errno, TransmissionFlags};
 
 #[test]
 fn bad_requests_get_errors_and_the_connection_goes_on() {
@@ -24,37 +24,46 @@ fn bad_requests_get_errors_and_the_connection_goes_on() {
     for structured in [false, true] {
         let mut c = Raw::connect(&srv.socket, structured);
         // Past the end.
-        assert_eq!(c.read((1 << 20) - 1, 2).error, errno::EINVAL);
-        assert_eq!(c.read(u64::MAX - 1, 4).error, errno::EINVAL);
-        assert_eq!(c.write((1 << 20) - 1, b"xy", 0), errno::ENOSPC);
-        assert_eq!(c.command(cmd::WRITE_ZEROES, 0, 1 << 20, 1), errno::ENOSPC);
-        assert_eq!(c.command(cmd::TRIM, 0, 1 << 20, 1), errno::EINVAL);
+        assert_eq!(c.read((1 << 20) - 1, 2).error, Some(Errno::EINVAL));
+        assert_eq!(c.read(u64::MAX - 1, 4).error, Some(Errno::EINVAL));
+        assert_eq!(c.write((1 << 20) - 1, b"xy", 0), Err(Errno::ENOSPC));
+        assert_eq!(
+            c.command(Command::WriteZeroes, 0, 1 << 20, 1),
+            Err(Errno::ENOSPC)
+        );
+        assert_eq!(c.command(Command::Trim, 0, 1 << 20, 1), Err(Errno::EINVAL));
         // Over the maximum payload: the write's payload is skipped, the stream stays in step.
         // A read over it: NBD_EOVERFLOW with structured replies, NBD_EINVAL with simple ones.
         let over = if structured {
-            errno::EOVERFLOW
+            Some(Errno::EOVERFLOW)
         } else {
-            errno::EINVAL
+            Some(Errno::EINVAL)
         };
         assert_eq!(c.read(0, (32 << 20) + 1).error, over);
         let big = vec![7u8; (32 << 20) + 1];
-        assert_eq!(c.write(0, &big, 0), errno::EINVAL);
+        assert_eq!(c.write(0, &big, 0), Err(Errno::EINVAL));
         // Unknown command, unknown flags, flags of another command.
-        assert_eq!(c.command(42, 0, 0, 0), errno::EINVAL);
-        assert_eq!(c.command(cmd::READ, 0x4000, 0, 1), errno::EINVAL);
-        assert_eq!(c.write(0, b"z", CmdFlags::NO_HOLE.bits()), errno::EINVAL);
-        assert_eq!(c.command(cmd::FLUSH, 0, 5, 0), errno::EINVAL);
+        assert_eq!(c.command(42u16, 0, 0, 0), Err(Errno::EINVAL));
+        assert_eq!(c.command(Command::Read, 0x4000, 0, 1), Err(Errno::EINVAL));
+        assert_eq!(
+            c.write(0, b"z", CmdFlags::NO_HOLE.bits()),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(c.command(Command::Flush, 0, 5, 0), Err(Errno::EINVAL));
         if !structured {
             // No metadata context negotiated, no DF.
-            assert_eq!(c.command(cmd::BLOCK_STATUS, 0, 0, 512), errno::EINVAL);
             assert_eq!(
-                c.command(cmd::READ, CmdFlags::DF.bits(), 0, 1),
-                errno::EINVAL
+                c.command(Command::BlockStatus, 0, 0, 512),
+                Err(Errno::EINVAL)
+            );
+            assert_eq!(
+                c.command(Command::Read, CmdFlags::DF.bits(), 0, 1),
+                Err(Errno::EINVAL)
             );
         }
         // Still serving.
         let r = c.read(0, 4096);
-        assert_eq!(r.error, 0);
+        assert_eq!(r.error, None);
         assert!(r.data == orig[..4096]);
         c.disconnect();
     }
@@ -74,9 +83,12 @@ fn read_only_export_refuses_writes_with_eperm() {
     let orig = std::fs::read(&srv.image).unwrap();
     let mut c = Raw::connect(&srv.socket, true);
     assert!(c.flags & TransmissionFlags::READ_ONLY.bits() != 0);
-    assert_eq!(c.write(0, b"no", 0), errno::EPERM);
-    assert_eq!(c.command(cmd::TRIM, 0, 0, 4096), errno::EPERM);
-    assert_eq!(c.command(cmd::WRITE_ZEROES, 0, 0, 4096), errno::EPERM);
+    assert_eq!(c.write(0, b"no", 0), Err(Errno::EPERM));
+    assert_eq!(c.command(Command::Trim, 0, 0, 4096), Err(Errno::EPERM));
+    assert_eq!(
+        c.command(Command::WriteZeroes, 0, 0, 4096),
+        Err(Errno::EPERM)
+    );
     assert!(c.read(0, 16).data == orig[..16]);
     c.disconnect();
     srv.stop().unwrap();
@@ -98,12 +110,13 @@ fn wrong_magic_truncation_and_vanishing_clients_affect_no_one_else() {
     let mut bad = Raw::connect(&srv.socket, true);
     let mut req = proto::Request {
         flags: 0,
-        kind: cmd::READ,
+        kind: Command::Read.into(),
         cookie: 1,
         offset: 0,
         len: 512,
     }
-    .encode();
+    .encode()
+    .unwrap();
     req[0] = 0x12;
     bad.s.write_all(&req).unwrap();
     let mut b = [0u8; 1];
@@ -118,19 +131,20 @@ fn wrong_magic_truncation_and_vanishing_clients_affect_no_one_else() {
     t.s.write_all(
         &proto::Request {
             flags: 0,
-            kind: cmd::WRITE,
+            kind: Command::Write.into(),
             cookie: 2,
             offset: 0,
             len: 4096,
         }
-        .encode()[..10],
+        .encode()
+        .unwrap()[..10],
     )
     .unwrap();
     drop(t);
 
     // A write whose payload stops half way: nothing may be written.
     let mut h = Raw::connect(&srv.socket, false);
-    h.send(cmd::WRITE, 0, 3, 0, 1 << 20, &[0xee; 1000]);
+    h.send(Command::Write, 0, 3, 0, 1 << 20, &[0xee; 1000]);
     drop(h);
 
     // A client that dies in the handshake.
@@ -142,9 +156,9 @@ fn wrong_magic_truncation_and_vanishing_clients_affect_no_one_else() {
 
     std::thread::sleep(Duration::from_millis(100));
     let r = good.read(0, 65536);
-    assert_eq!(r.error, 0);
+    assert_eq!(r.error, None);
     assert!(r.data == orig[..65536]);
-    assert_eq!(good.write(512, b"still here", 0), 0);
+    assert_eq!(good.write(512, b"still here", 0), Ok(()));
     good.disconnect();
     srv.stop().unwrap();
     let now = std::fs::read(&srv.image).unwrap();
@@ -166,12 +180,12 @@ fn a_client_that_does_not_read_does_not_stall_others() {
     for i in 0..256u64 {
         let r = proto::Request {
             flags: 0,
-            kind: cmd::READ,
+            kind: Command::Read.into(),
             cookie: i,
             offset: (i % 16) << 20,
             len: 1 << 20,
         };
-        let wire = r.encode();
+        let wire = r.encode().unwrap();
         match greedy.s.write(&wire) {
             Ok(28) => sent += 1,
             Ok(n) => {
@@ -187,7 +201,7 @@ fn a_client_that_does_not_read_does_not_stall_others() {
     assert!(sent > 16);
     let mut other = Raw::connect(&srv.socket, true);
     for i in 0..32u64 {
-        assert_eq!(other.write(i * 4097, &[i as u8; 5000], 0), 0);
+        assert_eq!(other.write(i * 4097, &[i as u8; 5000], 0), Ok(()));
         assert_eq!(other.read(i * 4097, 5000).data, vec![i as u8; 5000]);
     }
     other.disconnect();
@@ -195,7 +209,7 @@ fn a_client_that_does_not_read_does_not_stall_others() {
     greedy.s.set_nonblocking(false).unwrap();
     for _ in 0..sent {
         let r = greedy.reply(None).unwrap();
-        assert_eq!(r.error, 0);
+        assert_eq!(r.error, None);
         assert_eq!(r.data.len(), 1 << 20);
     }
     greedy.disconnect();
@@ -213,7 +227,7 @@ fn replies_reach_a_client_that_half_closed() {
     let orig = std::fs::read(&srv.image).unwrap();
     let mut c = Raw::connect(&srv.socket, true);
     for i in 0..16u64 {
-        c.send(cmd::READ, 0, i, i * 65536, 65536, &[]);
+        c.send(Command::Read, 0, i, i * 65536, 65536, &[]);
     }
     c.s.shutdown(std::net::Shutdown::Write).unwrap();
     for _ in 0..16 {

@@ -27,6 +27,7 @@ fn handshake_options_and_refusals() {
     let mut c = Raw {
         s,
         structured: false,
+        extended: false,
         size: 0,
         flags: 0,
     };
@@ -88,7 +89,7 @@ fn handshake_options_and_refusals() {
     assert_eq!(u64::from_be_bytes(r[..8].try_into().unwrap()), 16 << 20);
     assert!(r[10..].iter().all(|&b| b == 0));
     let read = c.read(0, 512);
-    assert_eq!(read.error, 0);
+    assert_eq!(read.error, None);
     c.disconnect();
 
     // Unknown client flags: dropped. ABORT: acknowledged.
@@ -103,6 +104,7 @@ fn handshake_options_and_refusals() {
     let mut c = Raw {
         s,
         structured: false,
+        extended: false,
         size: 0,
         flags: 0,
     };

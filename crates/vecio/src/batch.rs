@@ -1,10 +1,13 @@
 //! [`Batch`]: many requests submitted together and waited on together (documented on the type).
 
+mod rmw;
+
+use crate::direct::Bounce;
 use crate::engine::{Cqe, Engine, Op, IOV_MAX};
 use crate::error::{Error, Result};
 use crate::rangelock::RangeGuard;
-use crate::request::{validate, window_end, Progress, Step};
-use crate::{align, AlignedBuf, Dir, File, IoIter, RwFlags};
+use crate::request::{validate, Progress, Step};
+use crate::{Dir, File, IoIter, RwFlags};
 
 pub(crate) struct Slot<'a> {
     pub(crate) file: &'a File,
@@ -18,8 +21,8 @@ pub(crate) struct Slot<'a> {
     pub(crate) outcome: Option<Result<usize>>,
     /// iovecs of this round (a trimmed window, or the bounce buffer).
     iov: Vec<libc::iovec>,
-    /// An unaligned read's aligned window: (file offset of the buffer, buffer).
-    bounce: Option<(u64, AlignedBuf)>,
+    /// An unaligned read's aligned window.
+    bounce: Option<Bounce>,
     first_op: usize,
     nr_ops: usize,
 }
@@ -150,7 +153,7 @@ impl<'a> Batch<'a> {
             } else if s.iter.dir() == Dir::Dest {
                 s.plan_bounce(&mut self.op_len, &mut ops);
             } else {
-                let (n, err) = align::rmw_write(engine, s)?;
+                let (n, err) = rmw::run(engine, s)?;
                 s.account(n, err.map(|e| e as i64));
                 s.nr_ops = 0;
             }
@@ -335,24 +338,21 @@ impl<'a> Slot<'a> {
 
     /// One op reading the aligned window around an unaligned read into a bounce buffer.
     fn plan_bounce(&mut self, op_len: &mut Vec<usize>, ops: &mut Vec<Op>) {
-        let a = self.file.dio_align();
-        let bs = a.offset as u64;
-        let start = self.offset / bs * bs;
-        let end = window_end(self.offset + self.iter.len() as u64, bs);
-        if end <= start {
+        let Some(mut bounce) = Bounce::plan(self.file.dio_align(), self.offset, self.iter.len())
+        else {
             // Nothing a file can hold lies in reach: end of file.
             self.nr_ops = 0;
             self.account(0, None);
             return;
-        }
-        let len = (end - start) as usize;
-        let mut buf = AlignedBuf::new(len, a.mem as usize);
+        };
+        let len = bounce.buf.len();
         self.iov.clear();
         self.iov.push(libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
+            iov_base: bounce.buf.as_mut_ptr().cast(),
             iov_len: len,
         });
-        self.bounce = Some((start, buf));
+        let start = bounce.start;
+        self.bounce = Some(bounce);
         self.first_op = op_len.len();
         self.nr_ops = 1;
         let mut op = self.op(op_len.len(), start, self.iov.as_ptr(), 1, len);
@@ -364,11 +364,10 @@ impl<'a> Slot<'a> {
     /// Accounts a round's result, copying out of the bounce buffer for unaligned reads.
     fn finish_round(&mut self, n: usize, err: Option<i64>) {
         let n = match self.bounce.take() {
-            Some((start, buf)) => {
-                let head = (self.offset - start) as usize;
-                let user = n.saturating_sub(head).min(self.iter.len());
-                let _ = self.iter.dup().copy_from_slice(&buf[head..head + user]);
-                user
+            Some(bounce) => {
+                let user = bounce.user_bytes(n);
+                let _ = self.iter.dup().copy_from_slice(user);
+                user.len()
             }
             None => n,
         };

@@ -18,12 +18,12 @@ pub enum Dir {
 
 /// The kind of buffer list behind an [`IoIter`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum IterKind {
+pub(crate) enum IterKind {
     /// One buffer.
     Ubuf,
     /// The caller's array of slices.
     Iovec,
-    /// Page-aligned buffers from a vecio page pool.
+    /// Slices of a registrable region.
     Pages,
 }
 
@@ -39,10 +39,13 @@ enum Repr<'a> {
 /// `IoIter`: one type over the buffers of a request, after the kernel's `struct iov_iter`.
 ///
 /// Three kinds share one interface:
-/// - [`IterKind::Ubuf`]: one buffer. Every operation is a few integer updates; no array is walked.
-/// - [`IterKind::Iovec`]: the caller's `IoSlice`/`IoSliceMut` array, used in place.
-/// - [`IterKind::Pages`]: page-aligned buffers from a vecio [`PagePool`](crate::PagePool), which
-///   io_uring can use as registered (fixed) buffers.
+/// - one buffer ([`read_into`](Self::read_into), [`write_from`](Self::write_from)): every
+///   operation is a few integer updates; no array is walked (the kernel's `ITER_UBUF`);
+/// - the caller's `IoSlice`/`IoSliceMut` array, used in place ([`readv_into`](Self::readv_into),
+///   [`writev_from`](Self::writev_from));
+/// - slices of a registrable [`Region`](crate::Region) (a [`BufPool`](crate::BufPool)'s buffers),
+///   which io_uring uses as registered (fixed) buffers ([`pages_into`](Self::pages_into),
+///   [`pages_from`](Self::pages_from)).
 ///
 /// The iterator keeps a window over the buffers: `advance` moves its start, `truncate` its end
 /// (the `iov_shorten` semantics: whole trailing segments drop out, the last one is cut), and
@@ -136,9 +139,8 @@ impl<'a> IoIter<'a> {
         Self::from_repr(Repr::Iovec(slice_to_iovecs(bufs)), Dir::Source)
     }
 
-    /// Slices of a registrable region (a [`PagePool`](crate::PagePool), a
-    /// [`BufPool`](crate::BufPool)'s [`Region`](crate::Region)) to read into. Fails with
-    /// [`Invalid::Direction`] if a slice lies outside the region.
+    /// Slices of a registrable [`Region`](crate::Region) (a [`BufPool`](crate::BufPool)'s) to
+    /// read into. Fails with [`Invalid::Direction`] if a slice lies outside the region.
     pub fn pages_into(
         pool: &impl AsRef<crate::Region>,
         bufs: &'a mut [IoSliceMut<'_>],
@@ -181,7 +183,7 @@ impl<'a> IoIter<'a> {
 
     /// The kind of buffer list.
     #[inline]
-    pub fn kind(&self) -> IterKind {
+    pub(crate) fn kind(&self) -> IterKind {
         match self.repr {
             Repr::Ubuf(_) => IterKind::Ubuf,
             Repr::Iovec(_) => IterKind::Iovec,

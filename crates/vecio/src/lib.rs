@@ -1,14 +1,28 @@
 //! vecio: the Linux vectored-I/O design in user space.
 //!
-//! - [`IoIter`]: one type over the buffers of a request (`Ubuf`, `Iovec`, `Pages`).
-//! - [`File`]: an open file or block device with its direct-I/O alignment and cached flags.
-//! - [`Batch`]: many requests submitted together and waited on as a whole, through an
-//!   [`Engine`] (serial, sync, io_uring). Direct I/O is correct for any request: unaligned
-//!   reads go through a bounce buffer, unaligned writes read-modify-write their edge blocks
-//!   under a range lock. Short transfers are exact.
-//! - [`Queue`]: the completion API (push, submit, reap) with owned buffers, for servers that
-//!   keep many requests in flight from one thread.
-//! - [`RwFlags`]: per-call `RWF_*` flags, carried by every engine.
+//! # Where to start
+//!
+//! 1. Open a [`File`] ([`File::options`], as `std`'s): it learns its direct-I/O alignment
+//!    ([`DioAlign`]) and computes its per-call flags once. [`Direct::Auto`] (the default) uses
+//!    `O_DIRECT` where the file system allows it, and any offset, length and buffer still
+//!    work: unaligned reads go through a bounce buffer, unaligned writes read-modify-write
+//!    their edge blocks under a range lock.
+//! 2. For one request at a time, call it directly: [`File::read_at`], [`File::write_at`],
+//!    [`File::readv_at`], [`File::writev_at`], with [`RwFlags`] per call. An aligned
+//!    single-buffer call costs what the system call costs.
+//! 3. For many requests at once, on one thread, blocking: a [`Batch`] over an [`Engine`]
+//!    ([`EngineKind::Uring`] for io_uring): every request submitted, then all waited on as a
+//!    whole. Describe buffers with [`IoIter`].
+//! 4. For a server keeping many requests in flight without blocking: a [`Queue`] (push,
+//!    submit, reap) with owned buffers ([`OwnedBuf`]), from a [`BufPool`] whose [`Region`]
+//!    the engine registers.
+//! 5. For mostly-cached buffered reads behind a thread pool: the pool engine
+//!    ([`EngineKind::Pool`]) and its [`FastReadPolicy`] (try `RWF_NOWAIT` inline, offload
+//!    what would block, learn per file).
+//!
+//! Short transfers are exact everywhere: the bytes done are reported, the rest resumed or
+//! returned, and errors ([`Error`]) name the file, the request and the offset. The modules
+//! [`engine`], [`file`](mod@file) and [`fast_read`] hold what fewer callers need.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -38,23 +52,20 @@
 
 #![warn(missing_docs)]
 
-mod align;
 mod batch;
 mod buf;
 mod bufpool;
+mod direct;
 pub mod engine;
 mod error;
-mod fastread;
-mod file;
-mod file_io;
+pub mod fast_read;
+pub mod file;
 mod flags;
 mod iter;
-mod pagepool;
 mod queue;
 mod rangelock;
 mod region;
 mod request;
-mod space;
 mod threadpool;
 
 pub use batch::Batch;
@@ -62,15 +73,9 @@ pub use buf::{AlignedBuf, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
-pub use fastread::{
-    Attempt, Decision, FastReadMode, FastReadPolicy, FastReadState, FastReadStats, Outcome,
-};
-pub use file::{AlignSource, DioAlign, Direct, File, FileKind, OpenOptions};
+pub use fast_read::FastReadPolicy;
+pub use file::{DioAlign, Direct, File, OpenOptions};
 pub use flags::RwFlags;
-pub use iter::{Dir, IoIter, IterKind};
-pub use pagepool::{PagePool, PoolBuf};
+pub use iter::{Dir, IoIter};
 pub use queue::{Completion, OwnedBuf, PushError, Queue};
 pub use region::Region;
-/// `fallocate(2)` modes, for [`File::fallocate`].
-pub use rustix::fs::FallocateFlags;
-pub use threadpool::{Job, ThreadPool, WhenFull};

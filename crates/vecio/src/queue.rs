@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::engine::{Cmd, Cqe, Engine, Op, IOV_MAX};
 use crate::error::{Error, Result};
 use crate::request::{validate, Progress, Step};
-use crate::{AlignedBuf, Dir, File, PoolBuf, RwFlags};
+use crate::{AlignedBuf, Dir, File, RwFlags};
 
 mod cmd;
 mod inflight;
@@ -24,8 +24,6 @@ pub enum OwnedBuf {
     /// (registered buffers on io_uring when every buffer of the request comes from the same
     /// registered region).
     Aligned(AlignedBuf),
-    /// A chunk of a page pool (registered buffers as above).
-    Pool(PoolBuf),
     /// A plain vector.
     Vec(Vec<u8>),
 }
@@ -35,7 +33,6 @@ impl OwnedBuf {
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match self {
             OwnedBuf::Aligned(b) => b,
-            OwnedBuf::Pool(b) => b,
             OwnedBuf::Vec(v) => v,
         }
     }
@@ -44,14 +41,12 @@ impl OwnedBuf {
     pub fn as_slice(&self) -> &[u8] {
         match self {
             OwnedBuf::Aligned(b) => b,
-            OwnedBuf::Pool(b) => b,
             OwnedBuf::Vec(v) => v,
         }
     }
 
     fn pool_id(&self) -> Option<u64> {
         match self {
-            OwnedBuf::Pool(b) => Some(b.pool_id()),
             OwnedBuf::Aligned(b) => b.region_id(),
             OwnedBuf::Vec(_) => None,
         }
@@ -492,7 +487,7 @@ impl Queue {
             f.pending = f.pending.saturating_sub(1);
             match (&f.stage, sub) {
                 (Stage::Direct, _) => self.on_direct(slot, c.result),
-                (Stage::Bounce { .. }, _) => self.on_bounce(slot, c.result),
+                (Stage::Bounce(_), _) => self.on_bounce(slot, c.result),
                 (Stage::Edges(_), _) => self.on_edge(slot, c.result),
                 (Stage::WriteBack(_), _) => self.on_write_back(slot, c.result),
                 (Stage::Command { .. }, _) => self.on_command(slot, c.result),

@@ -12,8 +12,8 @@ static NEXT_REGION_ID: AtomicU64 = AtomicU64::new(1);
 /// A registrable block of memory, shared by the pool that carves it and by every engine that
 /// registered it (each keeps a clone, so the memory outlives its registration).
 ///
-/// A [`PagePool`](crate::PagePool) and a registered [`BufPool`](crate::BufPool) each own one;
-/// hand it to [`Engine::register_region`](crate::Engine::register_region) and name it in
+/// The one kind of registrable memory in vecio: a [`BufPool`](crate::BufPool) made
+/// [`with_region`](crate::BufPoolOptions::with_region) carves its buffers from one; hand it to [`Engine::register_region`](crate::Engine::register_region) and name it in
 /// [`IoIter::pages_into`](crate::IoIter::pages_into) / [`pages_from`](crate::IoIter::pages_from).
 ///
 /// ```

@@ -4,18 +4,11 @@
 //! "done", "resume the rest" and "failed after some bytes" are written once.
 
 use crate::error::{Error, Invalid, Result};
-use crate::{Dir, File, FileKind, RwFlags};
+use crate::file::FileKind;
+use crate::{Dir, File, RwFlags};
 
 /// Largest file offset a request may reach (`loff_t` is signed).
 pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
-
-/// The end of the aligned window around a request ending at `end`, for block size `bs`, kept
-/// at or below the largest offset a file can have.
-pub(crate) fn window_end(end: u64, bs: u64) -> u64 {
-    end.div_ceil(bs)
-        .saturating_mul(bs)
-        .min(MAX_OFFSET / bs * bs)
-}
 
 /// Checks a request of `len` bytes at `offset` before anything reaches the kernel: not empty,
 /// within the largest file offset, and of a direction the file was opened for. `index` is the

@@ -6,9 +6,9 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 
 /// A job for the pool.
-pub type Job = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// What [`ThreadPool::execute`] does when the queue is full.
+/// What the pool engine does with an op when its queue of jobs is full.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WhenFull {
     /// Wait for room.
@@ -22,7 +22,7 @@ pub enum WhenFull {
 /// A fixed pool of worker threads running blocking jobs from a bounded queue (the Samba and
 /// libuv pattern). A full queue makes the caller wait or hands the job back, by option; it never
 /// grows without bound. A job that panics is caught: its worker goes on with the next job.
-pub struct ThreadPool {
+pub(crate) struct ThreadPool {
     tx: Option<Sender<Job>>,
     workers: Vec<JoinHandle<()>>,
     when_full: WhenFull,
@@ -30,7 +30,7 @@ pub struct ThreadPool {
 
 impl ThreadPool {
     /// Starts `threads` workers (at least one) behind a queue of `depth` jobs (at least one).
-    pub fn new(threads: usize, depth: usize, when_full: WhenFull) -> std::io::Result<Self> {
+    pub(crate) fn new(threads: usize, depth: usize, when_full: WhenFull) -> std::io::Result<Self> {
         let (tx, rx) = bounded::<Job>(depth.max(1));
         let mut workers = Vec::new();
         for i in 0..threads.max(1) {
@@ -53,13 +53,8 @@ impl ThreadPool {
         })
     }
 
-    /// Number of worker threads.
-    pub fn threads(&self) -> usize {
-        self.workers.len()
-    }
-
     /// Queues `job`. With [`WhenFull::WouldBlock`] a full queue hands the job back.
-    pub fn execute(&self, job: Job) -> Result<(), Job> {
+    pub(crate) fn execute(&self, job: Job) -> Result<(), Job> {
         let Some(tx) = &self.tx else { return Err(job) };
         match self.when_full {
             WhenFull::Wait => tx.send(job).map_err(|e| e.into_inner()),
@@ -130,3 +125,6 @@ mod tests {
         drop(hold_tx);
     }
 }
+
+#[cfg(test)]
+mod job_tests;

@@ -391,21 +391,23 @@ fn wrong_direction_for_the_file() {
     }
 }
 
-/// Page iterators refuse buffers that are not from their pool.
+/// Page iterators refuse buffers that are not from their region.
 #[test]
-fn pages_outside_the_pool_are_refused() {
-    let pool = vecio::PagePool::new(4096, 2);
+fn pages_outside_the_region_are_refused() {
+    let mut pool = vecio::BufPool::new(vecio::BufPoolOptions::aligned(4096).with_region(8192));
+    let region = pool.region().unwrap().clone();
     let mut foreign = AlignedBuf::new(4096, 4096);
     let mut segs = [IoSliceMut::new(&mut foreign)];
     assert_eq!(
-        IoIter::pages_into(&pool, &mut segs).err(),
+        IoIter::pages_into(&region, &mut segs).err(),
         Some(Invalid::Direction)
     );
-    let buf = pool.get().unwrap();
+    let buf = pool.get(4096);
+    assert_eq!(buf.region_id(), Some(region.id()));
     let other = AlignedBuf::new(4096, 4096);
     let segs = [IoSlice::new(&buf), IoSlice::new(&other)];
     assert_eq!(
-        IoIter::pages_from(&pool, &segs).err(),
+        IoIter::pages_from(&region, &segs).err(),
         Some(Invalid::Direction)
     );
 }

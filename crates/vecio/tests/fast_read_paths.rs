@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::fast_read::*;
 use common::*;
-use vecio::{AlignedBuf, Attempt, Batch, FastReadMode, File, IoIter, OwnedBuf, Queue, RwFlags};
+use vecio::{AlignedBuf, Batch, File, IoIter, OwnedBuf, Queue, RwFlags};
+use vecio::fast_read::{Attempt, FastReadMode};
 
 #[derive(Copy, Clone, Debug)]
 enum CacheState {

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use common::fast_read::*;
 use common::*;
 use vecio::engine::PoolEngine;
-use vecio::{Attempt, Engine, FastReadMode, FastReadPolicy, FastReadStats, File, IoIter, Queue};
+use vecio::{Engine, FastReadPolicy, File, IoIter, Queue};
+use vecio::fast_read::{Attempt, FastReadMode, FastReadStats};
 
 // ---------------------------------------------------------------------------------------------
 // Hits, misses, offloads

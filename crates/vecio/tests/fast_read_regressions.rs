@@ -7,7 +7,8 @@ mod common;
 
 use common::fast_read::*;
 use common::*;
-use vecio::{Attempt, Batch, FastReadMode, FastReadPolicy, IoIter, Queue, RwFlags};
+use vecio::{Batch, FastReadPolicy, IoIter, Queue, RwFlags};
+use vecio::fast_read::{Attempt, FastReadMode};
 
 /// A warm small file read with a buffer larger than the file (FUSE and NBD servers read with
 /// 128 KiB buffers) is all in the page cache: the docs say such a read is a hit ("or the read

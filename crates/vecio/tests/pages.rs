@@ -1,5 +1,6 @@
-//! Page-pool buffers (`IoIter::pages_into` / `pages_from`) move the right bytes on every
-//! engine, and on io_uring after `register_pool` (registered buffers: READ_FIXED,
+//! Buffers of a registered region (`IoIter::pages_into` / `pages_from` over a `BufPool`'s
+//! region) move the right bytes on every engine, and on io_uring after `register_region`
+//! (registered buffers: READ_FIXED,
 //! WRITE_FIXED and their vectored forms), including requests that are not aligned and so go
 //! through the bounce buffer or read-modify-write.
 
@@ -8,37 +9,50 @@ mod common;
 use std::io::{IoSlice, IoSliceMut};
 
 use common::*;
-use vecio::{Batch, EngineKind, IoIter, PagePool, PoolBuf, RwFlags};
+use vecio::{AlignedBuf, Batch, BufPool, BufPoolOptions, EngineKind, IoIter, Region, RwFlags};
 
 const CHUNK: usize = 64 * 1024;
 
-fn engines_with_pool(pool: &PagePool) -> Vec<(String, Box<dyn vecio::Engine>)> {
+/// `count` chunks of `CHUNK` bytes carved from one region: the pool that hands them out and
+/// the region they lie in.
+fn chunks(count: usize) -> (BufPool, Region) {
+    let pool = BufPool::new(BufPoolOptions::aligned(4096).with_region(CHUNK * count));
+    let region = pool.region().expect("a region").clone();
+    (pool, region)
+}
+
+fn engines_with_pool(pool: &Region) -> Vec<(String, Box<dyn vecio::Engine>)> {
     let mut out: Vec<(String, Box<dyn vecio::Engine>)> = vec![(
         "Uring unregistered".into(),
         EngineKind::Uring.build().unwrap(),
     )];
     for kind in EngineKind::ALL {
         let mut e = kind.build().unwrap();
-        e.register_pool(pool).unwrap();
+        e.register_region(pool).unwrap();
         out.push((format!("{kind:?}+registered"), e));
     }
     out
 }
 
-fn take(pool: &PagePool, n: usize) -> Vec<PoolBuf> {
-    (0..n).map(|_| pool.get().expect("a free chunk")).collect()
+fn take(pool: &mut BufPool, n: usize) -> Vec<AlignedBuf> {
+    (0..n)
+        .map(|_| {
+            let b = pool.get(CHUNK);
+            assert!(b.region_id().is_some(), "a chunk of the region");
+            b
+        })
+        .collect()
 }
 
 /// Single-chunk and multi-chunk requests, aligned, in one batch each way.
 #[test]
 fn pool_buffers_aligned_single_and_vectored() {
-    let pool = PagePool::new(CHUNK, 16);
-    assert_eq!(pool.chunk_size(), CHUNK);
+    let (mut chunks, pool) = chunks(16);
     for (name, mut engine) in engines_with_pool(&pool) {
         let dir = tempdir();
         let path = dir.path().join("data");
         let file = open_direct(&path);
-        let mut src = take(&pool, 4);
+        let mut src = take(&mut chunks, 4);
         for (i, b) in src.iter_mut().enumerate() {
             fill(b, 1, (i * CHUNK) as u64);
         }
@@ -66,7 +80,7 @@ fn pool_buffers_aligned_single_and_vectored() {
 
         // Read back in a different arrangement: request 0 reads chunks 0..2 into two pool
         // buffers in reverse memory order, request 1 reads chunks 2..4 half-chunk-wise.
-        let mut dst = take(&pool, 4);
+        let mut dst = take(&mut chunks, 4);
         {
             let (a, b) = dst.split_at_mut(2);
             let (a0, a1) = a.split_at_mut(1);
@@ -103,7 +117,7 @@ fn pool_buffers_aligned_single_and_vectored() {
         assert_pattern(&dst[3], 1, 3 * CHUNK as u64, &format!("{name}: chunk 3"));
 
         // A single-chunk read (READ_FIXED).
-        let mut one = take(&pool, 1);
+        let mut one = take(&mut chunks, 1);
         {
             let mut seg = [IoSliceMut::new(&mut one[0][..4096])];
             let mut batch = Batch::new();
@@ -125,7 +139,7 @@ fn pool_buffers_aligned_single_and_vectored() {
 /// which is not part of the registered pool.
 #[test]
 fn pool_buffers_unaligned() {
-    let pool = PagePool::new(CHUNK, 8);
+    let (mut chunks, pool) = chunks(8);
     for (name, mut engine) in engines_with_pool(&pool) {
         let dir = tempdir();
         let path = dir.path().join("data");
@@ -134,7 +148,7 @@ fn pool_buffers_unaligned() {
         let file = open_direct(&path);
 
         // Unaligned write from a pool slice starting 1 byte into a chunk.
-        let mut src = take(&pool, 1);
+        let mut src = take(&mut chunks, 1);
         fill(&mut src[0][1..1001], 3, 777);
         let segs = [IoSlice::new(&src[0][1..1001])];
         let mut batch = Batch::new();
@@ -160,7 +174,7 @@ fn pool_buffers_unaligned() {
 
         // Unaligned read into a pool slice; then an aligned-offset read into an unaligned
         // slice of the pool.
-        let mut dst = take(&pool, 1);
+        let mut dst = take(&mut chunks, 1);
         {
             let mut segs = [IoSliceMut::new(&mut dst[0][3..3003])];
             let mut batch = Batch::new();
@@ -208,21 +222,21 @@ fn pool_buffers_unaligned() {
     }
 }
 
-/// A pool chunk given back and handed out again keeps working with a registered engine; a
-/// second pool can be registered next to the first.
+/// Two regions registered on one engine both work; registering one again is a no-op.
 #[test]
 fn two_pools_on_one_uring_engine() {
-    let p1 = PagePool::new(4096, 4);
-    let p2 = PagePool::new(8192, 4);
+    let mut pool1 = BufPool::new(BufPoolOptions::aligned(4096).with_region(4 * 4096));
+    let mut pool2 = BufPool::new(BufPoolOptions::aligned(4096).with_region(4 * 8192));
+    let (p1, p2) = (pool1.region().unwrap().clone(), pool2.region().unwrap().clone());
     let mut engine = EngineKind::Uring.build().unwrap();
-    engine.register_pool(&p1).unwrap();
-    engine.register_pool(&p2).unwrap();
-    engine.register_pool(&p1).unwrap(); // again: no-op
+    engine.register_region(&p1).unwrap();
+    engine.register_region(&p2).unwrap();
+    engine.register_region(&p1).unwrap(); // again: no-op
     let dir = tempdir();
     let path = dir.path().join("data");
     let file = open_direct(&path);
-    let mut a = p1.get().unwrap();
-    let mut b = p2.get().unwrap();
+    let mut a = pool1.get(4096);
+    let mut b = pool2.get(8192);
     fill(&mut a, 9, 0);
     fill(&mut b, 9, 4096);
     let sa = [IoSlice::new(&a)];

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use common::pool::*;
 use common::*;
-use vecio::{AlignedBuf, Completion, FastReadMode, File, OwnedBuf, Queue, RwFlags, WhenFull};
+use vecio::{AlignedBuf, Completion, File, OwnedBuf, Queue, RwFlags};
+use vecio::engine::WhenFull;
+use vecio::fast_read::FastReadMode;
 
 fn evict(file: &File) {
     fsync(file);

@@ -12,6 +12,7 @@
 
 mod access;
 mod device;
+pub mod kernel;
 mod probes;
 mod residency;
 mod text;
@@ -208,9 +209,9 @@ fn alignment(a: vecio::DioAlign) -> Alignment {
         mem: a.mem,
         offset: a.offset,
         source: match a.source {
-            vecio::AlignSource::Statx => "statx",
-            vecio::AlignSource::BlockSize => "BLKSSZGET",
-            vecio::AlignSource::Default => "default",
+            vecio::file::AlignSource::Statx => "statx",
+            vecio::file::AlignSource::BlockSize => "BLKSSZGET",
+            vecio::file::AlignSource::Default => "default",
         }
         .to_string(),
     }

@@ -5,7 +5,7 @@ use vecio::AlignedBuf;
 
 use super::{Closing, Conn};
 use crate::error::Result;
-use crate::proto::{self, cmd, errno, nbd_errno, Request};
+use crate::proto::{self, Command, Errno, Framing, Request};
 
 impl Conn {
     /// Sends what the socket takes of the queued replies; a client that has gone closes the
@@ -30,61 +30,73 @@ impl Conn {
         }
     }
 
-    /// Queues a success reply without data.
+    /// Queues a success reply without data: a final `NONE` chunk where the framing asks for
+    /// chunks (extended headers always, structured replies for reads), else a simple reply.
     pub(super) fn reply_ok(&mut self, req: &Request) {
         if self.closing == Some(Closing::Gone) {
             return;
         }
-        if req.kind == cmd::READ && self.session.structured {
-            self.tx.push(&proto::none_chunk(req.cookie), None);
+        let framing = self.session.framing;
+        let chunk = match framing {
+            Framing::Extended => true,
+            Framing::Structured => req.command() == Ok(Command::Read),
+            Framing::Simple => false,
+        };
+        if chunk {
+            self.tx.push(&proto::none_chunk(framing, req.into()), None);
         } else {
-            self.tx.push(&proto::simple_reply(0, req.cookie), None);
+            self.tx.push(&proto::simple_reply(None, req.cookie), None);
         }
     }
 
-    /// Queues a read's reply with its bytes in `buf` (one data chunk when structured).
+    /// Queues a read's reply with its bytes in `buf` (one data chunk with chunked framing).
     pub(super) fn reply_read(&mut self, req: &Request, buf: AlignedBuf) {
         if self.closing == Some(Closing::Gone) {
             self.bufs.put(buf);
             return;
         }
-        if self.session.structured {
-            let h = proto::offset_data_header(req.cookie, req.offset, req.len);
+        let framing = self.session.framing;
+        if framing.chunks() {
+            let len = buf.len() as u32;
+            let h = proto::offset_data_header(framing, req.into(), req.offset, len, true);
             self.tx.push(&h, Some(buf));
         } else {
-            self.tx.push(&proto::simple_reply(0, req.cookie), Some(buf));
+            self.tx
+                .push(&proto::simple_reply(None, req.cookie), Some(buf));
         }
     }
 
-    /// Queues an error reply with the NBD errno `error`.
-    pub(super) fn reply_error(&mut self, req: &Request, error: u32) {
+    /// Queues an error reply with `error`.
+    pub(super) fn reply_error(&mut self, req: &Request, error: Errno) {
         tracing::debug!(
             conn = self.id,
             cmd = proto::cmd_name(req.kind),
             offset = req.offset,
             len = req.len,
-            error,
+            %error,
             "request failed"
         );
         if self.closing == Some(Closing::Gone) {
             return;
         }
-        if self.session.structured {
+        let framing = self.session.framing;
+        if framing.chunks() {
             let mut out = Vec::with_capacity(64);
             let msg = format!("{} failed", proto::cmd_name(req.kind));
-            proto::encode_error_chunk(&mut out, req.cookie, error, &msg);
+            proto::encode_error_chunk(&mut out, framing, req.into(), error, &msg);
             self.tx.push(&out, None);
         } else {
-            self.tx.push(&proto::simple_reply(error, req.cookie), None);
+            self.tx
+                .push(&proto::simple_reply(Some(error), req.cookie), None);
         }
     }
 }
 
 /// The NBD error for a vecio error.
-pub(super) fn vecio_errno(e: &vecio::Error) -> u32 {
+pub(super) fn vecio_errno(e: &vecio::Error) -> Errno {
     match e {
-        vecio::Error::Invalid { .. } => errno::EINVAL,
-        e => nbd_errno(e.raw_os_error().unwrap_or(libc::EIO)),
+        vecio::Error::Invalid { .. } => Errno::EINVAL,
+        e => Errno::from_os(e.raw_os_error().unwrap_or(libc::EIO)),
     }
 }
 

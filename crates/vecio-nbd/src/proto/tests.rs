@@ -34,20 +34,74 @@ fn client_flags_refuse_unknown_bits() {
 fn request_round_trips_and_checks_magic() {
     let r = Request {
         flags: 1,
-        kind: cmd::WRITE,
+        kind: Command::Write.into(),
         cookie: 0x0102_0304_0506_0708,
         offset: 1 << 40,
         len: 4096,
     };
-    let b = r.encode();
+    let b = r.encode().unwrap();
     assert_eq!(&b[..4], &[0x25, 0x60, 0x95, 0x13]);
+    assert_eq!(&b[24..], &4096u32.to_be_bytes());
     assert_eq!(Request::decode(&b), Ok(r));
+    assert_eq!(r.command(), Ok(Command::Write));
     let mut bad = b;
     bad[0] ^= 1;
     assert!(matches!(
         Request::decode(&bad),
         Err(Malformed::RequestMagic(_))
     ));
+    // A compact request cannot carry a 64-bit length; an extended one can.
+    let big = Request { len: 5 << 30, ..r };
+    assert_eq!(big.encode(), None);
+    let e = big.encode_extended();
+    assert_eq!(&e[..4], &[0x21, 0xe4, 0x1c, 0x71]);
+    assert_eq!(&e[24..], &(5u64 << 30).to_be_bytes());
+    assert_eq!(Request::decode_extended(&e), Ok(big));
+    // Each framing refuses the other's magic.
+    let mut compact_in_ext = [0u8; EXTENDED_REQUEST_LEN];
+    compact_in_ext[..REQUEST_LEN].copy_from_slice(&b);
+    assert!(Request::decode_extended(&compact_in_ext).is_err());
+}
+
+#[test]
+fn payload_lengths_follow_the_framing() {
+    let w = Request {
+        flags: 0,
+        kind: Command::Write.into(),
+        cookie: 1,
+        offset: 0,
+        len: 512,
+    };
+    assert_eq!(w.payload_len(Framing::Structured), 512);
+    // Extended: a write has its payload with or without PAYLOAD_LEN (qemu 10 sends none).
+    assert_eq!(w.payload_len(Framing::Extended), 512);
+    let pl = CmdFlags::PAYLOAD_LEN.bits();
+    assert_eq!(
+        Request { flags: pl, ..w }.payload_len(Framing::Extended),
+        512
+    );
+    let bs = Request {
+        kind: Command::BlockStatus.into(),
+        flags: pl,
+        len: 12,
+        ..w
+    };
+    assert_eq!(bs.payload_len(Framing::Extended), 12);
+    assert_eq!(bs.payload_len(Framing::Structured), 0);
+}
+
+#[test]
+fn block_status_filters_are_eight_bytes_and_ids() {
+    let f = BlockStatusFilter {
+        len: 8 << 30,
+        ids: vec![1, 7],
+    };
+    let d = f.encode();
+    assert_eq!(d.len(), 16);
+    assert_eq!(BlockStatusFilter::decode(&d), Some(f));
+    assert_eq!(BlockStatusFilter::decode(&d[..8]), None);
+    assert_eq!(BlockStatusFilter::decode(&d[..10]), None);
+    assert_eq!(BlockStatusFilter::decode(&d[..3]), None);
 }
 
 #[test]
@@ -108,12 +162,18 @@ fn strings_with_nul_or_bad_utf8_are_refused() {
 
 #[test]
 fn replies_have_the_documented_layout() {
-    let s = simple_reply(errno::EINVAL, 7);
+    let s = simple_reply(Some(Errno::EINVAL), 7);
     assert_eq!(&s[..4], &[0x67, 0x44, 0x66, 0x98]);
     assert_eq!(&s[4..8], &[0, 0, 0, 22]);
     assert_eq!(&s[8..], &7u64.to_be_bytes());
+    assert_eq!(&simple_reply(None, 7)[4..8], &[0, 0, 0, 0]);
 
-    let h = offset_data_header(9, 512, 4096);
+    let to = ReplyTo {
+        cookie: 9,
+        offset: 512,
+    };
+    let h = offset_data_header(Framing::Structured, to, 512, 4096, true);
+    assert_eq!(h.len(), 28);
     assert_eq!(&h[..4], &[0x66, 0x8e, 0x33, 0xef]);
     assert_eq!(&h[4..6], &[0, 1]); // DONE
     assert_eq!(&h[6..8], &[0, 1]); // OFFSET_DATA
@@ -121,7 +181,11 @@ fn replies_have_the_documented_layout() {
     assert_eq!(&h[20..], &512u64.to_be_bytes());
 
     let mut out = Vec::new();
-    encode_error_chunk(&mut out, 3, errno::EIO, "bad");
+    let to = ReplyTo {
+        cookie: 3,
+        offset: 0,
+    };
+    encode_error_chunk(&mut out, Framing::Structured, to, Errno::EIO, "bad");
     assert_eq!(out.len(), 20 + 6 + 3);
     assert_eq!(&out[6..8], &[0x80, 0x01]);
     assert_eq!(&out[16..20], &9u32.to_be_bytes());
@@ -136,12 +200,58 @@ fn replies_have_the_documented_layout() {
         },
         Extent { len: 512, flags: 0 },
     ];
-    encode_block_status(&mut out, 3, 1, &e);
+    encode_block_status(&mut out, Framing::Structured, to, 1, &e);
     assert_eq!(out.len(), 20 + 4 + 16);
+    assert_eq!(&out[6..8], &[0, 5]);
     assert_eq!(&out[16..20], &20u32.to_be_bytes());
     assert_eq!(&out[20..24], &1u32.to_be_bytes());
     assert_eq!(&out[24..28], &4096u32.to_be_bytes());
     assert_eq!(&out[28..32], &3u32.to_be_bytes());
+}
+
+#[test]
+fn extended_replies_have_the_documented_layout() {
+    let to = ReplyTo {
+        cookie: 9,
+        offset: 1 << 33,
+    };
+    let x = Framing::Extended;
+    let h = offset_data_header(x, to, (1 << 33) + 512, 4096, true);
+    assert_eq!(h.len(), 40);
+    assert_eq!(&h[..4], &EXTENDED_REPLY_MAGIC.to_be_bytes());
+    assert_eq!(&h[4..6], &[0, 1]); // DONE
+    assert_eq!(&h[6..8], &[0, 1]); // OFFSET_DATA
+    assert_eq!(&h[8..16], &9u64.to_be_bytes());
+    assert_eq!(&h[16..24], &(1u64 << 33).to_be_bytes()); // the request's offset
+    assert_eq!(&h[24..32], &(4096u64 + 8).to_be_bytes());
+    assert_eq!(&h[32..], &((1u64 << 33) + 512).to_be_bytes());
+
+    let hole = offset_hole_chunk(x, to, 1 << 33, 4096, false);
+    assert_eq!(hole.len(), 44);
+    assert_eq!(&hole[4..6], &[0, 0]);
+    assert_eq!(&hole[6..8], &[0, 2]);
+    assert_eq!(&hole[24..32], &12u64.to_be_bytes());
+    assert_eq!(
+        &none_chunk(x, to)[..],
+        &chunk_header(x, ReplyFlags::DONE, ReplyType::None, to, 0)[..]
+    );
+
+    let mut out = Vec::new();
+    let e = [
+        Extent {
+            len: 6 << 30,
+            flags: 3,
+        },
+        Extent { len: 512, flags: 0 },
+    ];
+    encode_block_status(&mut out, x, to, 1, &e);
+    assert_eq!(out.len(), 32 + 8 + 32);
+    assert_eq!(&out[6..8], &[0, 6]); // BLOCK_STATUS_EXT
+    assert_eq!(&out[24..32], &40u64.to_be_bytes());
+    assert_eq!(&out[32..36], &1u32.to_be_bytes()); // context
+    assert_eq!(&out[36..40], &2u32.to_be_bytes()); // count
+    assert_eq!(&out[40..48], &(6u64 << 30).to_be_bytes());
+    assert_eq!(&out[48..56], &3u64.to_be_bytes());
 }
 
 #[test]
@@ -169,19 +279,14 @@ fn option_replies_have_the_documented_layout() {
 fn error_messages_are_cut_on_a_character_boundary() {
     let msg = "é".repeat(MAX_STRING);
     let mut out = Vec::new();
-    encode_error_chunk(&mut out, 0, errno::EIO, &msg);
-    let len = u16::from_be_bytes([out[24], out[25]]) as usize;
+    let to = ReplyTo {
+        cookie: 0,
+        offset: 0,
+    };
+    encode_error_chunk(&mut out, Framing::Extended, to, Errno::EIO, &msg);
+    let len = u16::from_be_bytes([out[36], out[37]]) as usize;
     assert!(len <= MAX_STRING);
-    assert!(std::str::from_utf8(&out[26..26 + len]).is_ok());
-}
-
-#[test]
-fn errno_mapping_follows_the_protocol() {
-    assert_eq!(nbd_errno(libc::EDQUOT), errno::ENOSPC);
-    assert_eq!(nbd_errno(libc::EFBIG), errno::ENOSPC);
-    assert_eq!(nbd_errno(libc::EROFS), errno::EPERM);
-    assert_eq!(nbd_errno(libc::EBADF), errno::EIO);
-    assert_eq!(nbd_errno(libc::EOPNOTSUPP), errno::EIO);
+    assert!(std::str::from_utf8(&out[38..38 + len]).is_ok());
 }
 
 proptest! {
@@ -194,6 +299,12 @@ proptest! {
             h.copy_from_slice(&data[..REQUEST_LEN]);
             let _ = Request::decode(&h);
         }
+        if data.len() >= EXTENDED_REQUEST_LEN {
+            let mut h = [0u8; EXTENDED_REQUEST_LEN];
+            h.copy_from_slice(&data[..EXTENDED_REQUEST_LEN]);
+            let _ = Request::decode_extended(&h);
+        }
+        let _ = BlockStatusFilter::decode(&data);
         if data.len() >= OPTION_HEADER_LEN {
             let mut h = [0u8; OPTION_HEADER_LEN];
             h.copy_from_slice(&data[..OPTION_HEADER_LEN]);

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::thread::JoinHandle;
 
 use rand::{RngCore, SeedableRng};
-use vecio_nbd::proto::{self, opt, rep, OptionHeader, Request};
+use vecio_nbd::proto::{self, opt, rep, Command as Cmd, Errno, OptionHeader, ReplyType, Request};
 use vecio_nbd::{Cache, Export, ExportOptions, Server, ServerOptions, ShutdownHandle};
 
 /// A running server; dropping it shuts it down and waits for it.
@@ -202,6 +202,8 @@ pub fn run(cmd: &mut Command) -> String {
 pub struct Raw {
     pub s: UnixStream,
     pub structured: bool,
+    /// Extended headers negotiated (32-byte requests and replies).
+    pub extended: bool,
     pub size: u64,
     pub flags: u16,
 }
@@ -210,13 +212,40 @@ pub struct Raw {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reply {
     pub cookie: u64,
-    pub error: u32,
+    pub error: Option<Errno>,
     pub data: Vec<u8>,
 }
 
 impl Raw {
     /// Connects, negotiates (structured replies and base:allocation if `structured`), GO.
     pub fn connect(socket: &Path, structured: bool) -> Raw {
+        Self::negotiate(socket, structured, false)
+    }
+
+    /// Connects with extended headers and base:allocation, then GO.
+    pub fn connect_extended(socket: &Path) -> Raw {
+        Self::negotiate(socket, true, true)
+    }
+
+    /// Connects and sends the client flags; options are the caller's.
+    pub fn negotiating(socket: &Path) -> Raw {
+        let mut s = UnixStream::connect(socket).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut g = [0u8; 18];
+        s.read_exact(&mut g).unwrap();
+        assert_eq!(&g[..16], b"NBDMAGICIHAVEOPT");
+        s.write_all(&3u32.to_be_bytes()).unwrap();
+        Raw {
+            s,
+            structured: false,
+            extended: false,
+            size: 0,
+            flags: 0,
+        }
+    }
+
+    fn negotiate(socket: &Path, structured: bool, extended: bool) -> Raw {
         let mut s = UnixStream::connect(socket).unwrap();
         s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
             .unwrap();
@@ -227,12 +256,19 @@ impl Raw {
         let mut raw = Raw {
             s,
             structured,
+            extended,
             size: 0,
             flags: 0,
         };
-        if structured {
-            raw.option(opt::STRUCTURED_REPLY, &[]);
+        if extended {
+            raw.option(opt::EXTENDED_HEADERS, &[]);
             assert_eq!(raw.option_reply().1, rep::ACK);
+        }
+        if structured {
+            if !extended {
+                raw.option(opt::STRUCTURED_REPLY, &[]);
+                assert_eq!(raw.option_reply().1, rep::ACK);
+            }
             let d = proto::encode_meta_request("", &["base:allocation"]);
             raw.option(opt::SET_META_CONTEXT, &d);
             assert_eq!(raw.option_reply().1, rep::META_CONTEXT);
@@ -279,24 +315,49 @@ impl Raw {
         (option, kind, data)
     }
 
-    /// Sends a request (and `payload` after it).
+    /// Sends a request (and `payload` after it), in the negotiated framing; with extended
+    /// headers a write gets `NBD_CMD_FLAG_PAYLOAD_LEN`.
     pub fn send(
         &mut self,
-        kind: u16,
+        kind: impl Into<u16>,
         flags: u16,
         cookie: u64,
         offset: u64,
         len: u32,
         payload: &[u8],
     ) {
+        let kind = kind.into();
+        let mut flags = flags;
+        if self.extended && kind == u16::from(Cmd::Write) {
+            flags |= proto::CmdFlags::PAYLOAD_LEN.bits();
+        }
+        self.send_long(kind, flags, cookie, offset, len.into(), payload);
+    }
+
+    /// Sends a request with a 64-bit length as it is (extended headers only past 32 bits).
+    pub fn send_long(
+        &mut self,
+        kind: impl Into<u16>,
+        flags: u16,
+        cookie: u64,
+        offset: u64,
+        len: u64,
+        payload: &[u8],
+    ) {
         let r = Request {
             flags,
-            kind,
+            kind: kind.into(),
             cookie,
             offset,
             len,
         };
-        self.s.write_all(&r.encode()).unwrap();
+        if self.extended {
+            self.s.write_all(&r.encode_extended()).unwrap();
+        } else {
+            self.s
+                .write_all(&r.encode().expect("32-bit length"))
+                .unwrap();
+        }
         self.s.write_all(payload).unwrap();
     }
 
@@ -307,12 +368,13 @@ impl Raw {
         self.s.read_exact(&mut m)?;
         let magic = u32::from_be_bytes(m);
         if magic == proto::SIMPLE_REPLY_MAGIC {
+            assert!(!self.extended, "a simple reply under extended headers");
             let mut h = [0u8; 12];
             self.s.read_exact(&mut h)?;
-            let error = u32::from_be_bytes(h[..4].try_into().unwrap());
+            let error = Errno::from_raw(u32::from_be_bytes(h[..4].try_into().unwrap()));
             let cookie = u64::from_be_bytes(h[4..].try_into().unwrap());
             let mut data = Vec::new();
-            if let (0, Some(n)) = (error, read_len) {
+            if let (None, Some(n)) = (error, read_len) {
                 data.resize(n as usize, 0);
                 self.s.read_exact(&mut data)?;
             }
@@ -322,40 +384,32 @@ impl Raw {
                 data,
             });
         }
-        assert_eq!(magic, proto::STRUCTURED_REPLY_MAGIC, "bad reply magic");
         let mut reply = Reply {
             cookie: 0,
-            error: 0,
+            error: None,
             data: Vec::new(),
         };
         let mut first = true;
         loop {
             if !first {
                 self.s.read_exact(&mut m)?;
-                assert_eq!(u32::from_be_bytes(m), proto::STRUCTURED_REPLY_MAGIC);
             }
             first = false;
-            let mut h = [0u8; 16];
-            self.s.read_exact(&mut h)?;
-            let flags = u16::from_be_bytes([h[0], h[1]]);
-            let kind = u16::from_be_bytes([h[2], h[3]]);
-            reply.cookie = u64::from_be_bytes(h[4..12].try_into().unwrap());
-            let len = u32::from_be_bytes(h[12..16].try_into().unwrap());
-            let mut payload = vec![0u8; len as usize];
-            self.s.read_exact(&mut payload)?;
-            match kind {
-                proto::reply_type::OFFSET_DATA => reply.data.extend_from_slice(&payload[8..]),
+            let (flags, kind, payload) = self.chunk(u32::from_be_bytes(m), &mut reply)?;
+            match ReplyType::from_raw(kind) {
+                Some(ReplyType::OffsetData) => reply.data.extend_from_slice(&payload[8..]),
                 // A hole (vecio sends a sparse read's chunks in order): zeroes.
-                proto::reply_type::OFFSET_HOLE => {
+                Some(ReplyType::OffsetHole) => {
                     let n = u32::from_be_bytes(payload[8..12].try_into().unwrap());
                     reply.data.resize(reply.data.len() + n as usize, 0);
                 }
-                proto::reply_type::BLOCK_STATUS => reply.data = payload,
-                proto::reply_type::NONE => {}
-                k if k & 0x8000 != 0 => {
-                    reply.error = u32::from_be_bytes(payload[..4].try_into().unwrap());
+                Some(ReplyType::BlockStatus | ReplyType::BlockStatusExt) => reply.data = payload,
+                Some(ReplyType::None) => {}
+                _ if kind & 0x8000 != 0 => {
+                    reply.error =
+                        Errno::from_raw(u32::from_be_bytes(payload[..4].try_into().unwrap()));
                 }
-                k => panic!("unexpected chunk type {k}"),
+                _ => panic!("unexpected chunk type {kind}"),
             }
             if flags & 1 != 0 {
                 return Ok(reply);
@@ -363,36 +417,59 @@ impl Raw {
         }
     }
 
-    /// A write, waited on; returns the error value.
-    pub fn write(&mut self, offset: u64, data: &[u8], flags: u16) -> u32 {
-        self.send(
-            proto::cmd::WRITE,
-            flags,
-            77,
-            offset,
-            data.len() as u32,
-            data,
-        );
+    /// The rest of a chunk whose magic was read: (flags, type, payload). The cookie goes to
+    /// `reply`; an extended chunk's offset is not kept.
+    fn chunk(&mut self, magic: u32, reply: &mut Reply) -> std::io::Result<(u16, u16, Vec<u8>)> {
+        let extended = magic == proto::EXTENDED_REPLY_MAGIC;
+        assert_eq!(extended, self.extended, "reply magic {magic:#x}");
+        if !extended {
+            assert_eq!(magic, proto::STRUCTURED_REPLY_MAGIC, "bad reply magic");
+        }
+        let mut h = [0u8; 28];
+        let h = &mut h[..if extended { 28 } else { 16 }];
+        self.s.read_exact(h)?;
+        let flags = u16::from_be_bytes([h[0], h[1]]);
+        let kind = u16::from_be_bytes([h[2], h[3]]);
+        reply.cookie = u64::from_be_bytes(h[4..12].try_into().unwrap());
+        let len = if extended {
+            u64::from_be_bytes(h[20..28].try_into().unwrap())
+        } else {
+            u32::from_be_bytes(h[12..16].try_into().unwrap()).into()
+        };
+        let mut payload = vec![0u8; len as usize];
+        self.s.read_exact(&mut payload)?;
+        Ok((flags, kind, payload))
+    }
+
+    /// A write, waited on.
+    pub fn write(&mut self, offset: u64, data: &[u8], flags: u16) -> Result<(), Errno> {
+        self.send(Cmd::Write, flags, 77, offset, data.len() as u32, data);
         let r = self.reply(None).unwrap();
         assert_eq!(r.cookie, 77);
-        r.error
+        r.error.map_or(Ok(()), Err)
     }
 
     /// A read, waited on.
     pub fn read(&mut self, offset: u64, len: u32) -> Reply {
-        self.send(proto::cmd::READ, 0, 78, offset, len, &[]);
+        self.send(Cmd::Read, 0, 78, offset, len, &[]);
         self.reply(Some(len)).unwrap()
     }
 
-    /// A command without payload, waited on; returns the error value.
-    pub fn command(&mut self, kind: u16, flags: u16, offset: u64, len: u32) -> u32 {
+    /// A command without payload, waited on.
+    pub fn command(
+        &mut self,
+        kind: impl Into<u16>,
+        flags: u16,
+        offset: u64,
+        len: u32,
+    ) -> Result<(), Errno> {
         self.send(kind, flags, 79, offset, len, &[]);
-        self.reply(None).unwrap().error
+        self.reply(None).unwrap().error.map_or(Ok(()), Err)
     }
 
     /// Sends NBD_CMD_DISC and waits for the server to close.
     pub fn disconnect(mut self) {
-        self.send(proto::cmd::DISC, 0, 0, 0, 0, &[]);
+        self.send(Cmd::Disc, 0, 0, 0, 0, &[]);
         let mut b = [0u8; 1];
         assert_eq!(self.s.read(&mut b).unwrap_or(0), 0);
     }

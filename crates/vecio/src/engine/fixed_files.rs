@@ -33,6 +33,14 @@ struct FilesUpdate {
     fds: u64,
 }
 
+/// Slots holding a file now, over every ring of the process.
+static OCCUPIED_TOTAL: AtomicUsize = AtomicUsize::new(0);
+
+/// Fixed-file slots holding a file now, over every io_uring engine of the process.
+pub fn registered_files() -> usize {
+    OCCUPIED_TOTAL.load(Ordering::Relaxed)
+}
+
 /// The fixed-file slots of one ring: which file id each slot holds.
 pub(crate) struct SlotTable {
     /// The ring's descriptor; valid while `State::alive` (the ring's `Drop` clears it under
@@ -110,6 +118,7 @@ impl SlotTable {
             let old = st.slots[slot as usize].replace(file_id);
             if old.is_none() {
                 self.occupied.fetch_add(1, Ordering::Relaxed);
+                OCCUPIED_TOTAL.fetch_add(1, Ordering::Relaxed);
             }
             old
         };
@@ -142,6 +151,7 @@ impl SlotTable {
         }
         st.slots[slot as usize] = None;
         self.occupied.fetch_sub(1, Ordering::Relaxed);
+        OCCUPIED_TOTAL.fetch_sub(1, Ordering::Relaxed);
         // Under the lock: the ring cannot close meanwhile (`retire` takes it first).
         if let Err(e) = clear_in_kernel(self.ring_fd, slot) {
             if e.raw_os_error() != Some(libc::EEXIST) {
@@ -164,6 +174,7 @@ impl SlotTable {
                 .filter_map(|(i, s)| s.take().map(|id| (i as u32, id)))
                 .collect()
         };
+        OCCUPIED_TOTAL.fetch_sub(ids.len(), Ordering::Relaxed);
         self.occupied.store(0, Ordering::Relaxed);
         let mut idx = index();
         for (slot, id) in ids {

@@ -18,49 +18,127 @@ mod serial;
 mod sync;
 pub(crate) mod syscall;
 pub(crate) use fixed_files::release_file;
+pub use fixed_files::registered_files;
 mod uring;
 
 use std::io;
 use std::os::fd::RawFd;
 
+pub use crate::threadpool::WhenFull;
 pub use pool::{PoolEngine, PoolOptions};
 pub use serial::SerialEngine;
 pub use sync::SyncEngine;
 pub use uring::{UringEngine, UringOptions};
 
-use crate::{Dir, PagePool, Region, RwFlags};
+use crate::{Dir, Region, RwFlags};
 
 /// Most segments one system call takes (`IOV_MAX`, the kernel's `UIO_MAXIOV`).
 pub const IOV_MAX: usize = 1024;
 
-/// One vectored read or write handed to an engine.
+/// One vectored read or write (or whole-file command) handed to an engine: made by
+/// [`Batch`](crate::Batch) and [`Queue`](crate::Queue), or by [`Op::rw`] for a caller driving
+/// an engine itself.
 #[derive(Clone, Copy, Debug)]
 pub struct Op {
     /// The file descriptor.
-    pub fd: RawFd,
+    pub(crate) fd: RawFd,
     /// The owning [`File`](crate::File)'s id, for fixed-file slots.
-    pub file_id: u64,
+    pub(crate) file_id: u64,
     /// File offset.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// The segments (at most [`IOV_MAX`]).
-    pub iov: *const libc::iovec,
+    pub(crate) iov: *const libc::iovec,
     /// Number of segments.
-    pub nr_segs: u32,
+    pub(crate) nr_segs: u32,
     /// Total bytes of the segments.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Read (`Dest`) or write (`Source`).
-    pub dir: Dir,
+    pub(crate) dir: Dir,
     /// Per-call flags.
-    pub flags: RwFlags,
+    pub(crate) flags: RwFlags,
     /// The page pool the buffers come from, when they all do.
-    pub pool: Option<u64>,
+    pub(crate) pool: Option<u64>,
     /// Caller's tag, returned with the completion.
-    pub tag: u64,
+    pub(crate) tag: u64,
     /// The file's fast-read history, or null: engines with a fast-read policy try buffered
     /// reads inline when it is set.
-    pub fast: *const crate::FastReadState,
+    pub(crate) fast: *const crate::fast_read::FastReadState,
     /// What the op does: a read or write of `iov`, or a whole-file command.
-    pub cmd: Cmd,
+    pub(crate) cmd: Cmd,
+}
+
+impl Op {
+    /// A vectored read (`dir` [`Dir::Dest`]) or write ([`Dir::Source`]) of the segments `iov`
+    /// at `offset` of descriptor `fd`, with `flags`, completing with `tag`. Nothing is checked
+    /// or touched here; [`Engine::push`]'s contract covers the descriptor and the memory.
+    /// `offset` `u64::MAX` means the descriptor's own position (pipes, sockets).
+    pub fn rw(fd: RawFd, dir: Dir, offset: u64, iov: &[libc::iovec], flags: RwFlags, tag: u64) -> Op {
+        Op {
+            fd,
+            file_id: u64::MAX,
+            offset,
+            iov: iov.as_ptr(),
+            nr_segs: iov.len() as u32,
+            len: iov.iter().map(|v| v.iov_len).sum(),
+            dir,
+            flags,
+            pool: None,
+            tag,
+            fast: std::ptr::null(),
+            cmd: Cmd::Rw,
+        }
+    }
+
+    /// The caller's tag, returned with the completion.
+    pub fn tag(&self) -> u64 {
+        self.tag
+    }
+
+    /// Read or write.
+    pub fn dir(&self) -> Dir {
+        self.dir
+    }
+
+    /// File offset.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Total bytes of the segments (of a [`Cmd::Fallocate`], the range's length).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The file descriptor.
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The segments: a pointer to `nr_segs` iovecs, valid as [`Engine::push`]'s contract says.
+    pub fn iovecs(&self) -> (*const libc::iovec, u32) {
+        (self.iov, self.nr_segs)
+    }
+
+    /// Per-call flags.
+    pub fn flags(&self) -> RwFlags {
+        self.flags
+    }
+
+    /// What the op asks of the kernel.
+    pub fn cmd(&self) -> Cmd {
+        self.cmd
+    }
+
+    /// The id of the registered region every segment lies in, if one does (see
+    /// [`Engine::register_region`]).
+    pub fn region(&self) -> Option<u64> {
+        self.pool
+    }
+
+    /// True when the op moves no bytes (a whole-file command).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// What an [`Op`] asks of the kernel. Commands other than [`Cmd::Rw`] ignore `iov`,
@@ -215,12 +293,6 @@ pub trait Engine: Send {
     /// twice is not an error.
     fn register_region(&mut self, _region: &Region) -> io::Result<bool> {
         Ok(false)
-    }
-
-    /// Offers a page pool's region for registration (see
-    /// [`register_region`](Self::register_region)).
-    fn register_pool(&mut self, pool: &PagePool) -> io::Result<bool> {
-        self.register_region(pool.region())
     }
 
     /// Asks the engine to signal `eventfd` (see `eventfd(2)`) whenever a completion becomes

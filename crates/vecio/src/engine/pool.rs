@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crossbeam_channel::{unbounded, Receiver, Sender};
 
 use crate::engine::{syscall, Counters, Cqe, Engine, Op};
-use crate::fastread::{Decision, FastReadPolicy, FastReadState, FastReadStats, Outcome};
+use crate::fast_read::{Decision, FastReadPolicy, FastReadState, FastReadStats, Outcome};
 use crate::threadpool::{ThreadPool, WhenFull};
 use crate::{Dir, RwFlags};
 

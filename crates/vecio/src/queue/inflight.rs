@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::direct::{Bounce, Rmw};
 use crate::engine::Cmd;
 use crate::request::Progress;
-use crate::{AlignedBuf, File, RwFlags};
+use crate::{File, RwFlags};
 
 use super::OwnedBuf;
 
@@ -15,43 +16,15 @@ pub(super) enum Stage {
     Parked,
     /// Reading or writing straight over the request's own buffers.
     Direct,
-    /// An unaligned direct read: the aligned window at `start` read into `buf`, copied out
+    /// An unaligned direct read: its aligned window read into a bounce buffer, copied out
     /// when it completes.
-    Bounce { start: u64, buf: AlignedBuf },
+    Bounce(Bounce),
     /// A read-modify-write: its edge blocks are being read into the window.
     Edges(Rmw),
     /// A read-modify-write: the window, with the caller's bytes copied in, is being written.
     WriteBack(Rmw),
     /// A whole-file command (fsync, fdatasync, fallocate) of `len` bytes (fallocate).
     Command { cmd: Cmd, len: usize },
-}
-
-/// The state of a read-modify-write: the aligned window around an unaligned direct write.
-pub(super) struct Rmw {
-    /// File offset of the window.
-    pub(super) start: u64,
-    /// The window's bytes.
-    pub(super) window: AlignedBuf,
-    /// Offset of the caller's bytes inside the window.
-    pub(super) head: usize,
-    /// The caller's bytes.
-    pub(super) len: usize,
-    /// The file's size when the window was locked.
-    pub(super) size: u64,
-    /// Edge reads not yet completed.
-    pub(super) edges_left: u8,
-    /// The first error an edge read met.
-    pub(super) edge_error: Option<i32>,
-    /// Bytes of the window written so far.
-    pub(super) written: usize,
-}
-
-/// How a request holds the file's range lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct LockSpan {
-    pub(super) start: u64,
-    pub(super) end: u64,
-    pub(super) exclusive: bool,
 }
 
 /// One request in the queue.

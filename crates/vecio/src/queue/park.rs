@@ -13,10 +13,11 @@ use std::collections::VecDeque;
 
 use rustix::fs::FallocateFlags;
 
-use super::inflight::{InFlight, LockSpan, Plan, Stage};
+use super::inflight::{InFlight, Plan, Stage};
 use super::Queue;
+use crate::direct::{LockSpan, Route};
 use crate::engine::Cmd;
-use crate::request::{window_end, Step};
+use crate::request::Step;
 use crate::RwFlags;
 
 /// What came of asking for a request's range.
@@ -121,19 +122,9 @@ impl Queue {
     /// The range a request will ask for, roughly (for ordering parked requests; the exact
     /// range of a read-modify-write depends on the file's size when it is taken).
     fn claim(&self, f: &InFlight) -> Option<LockSpan> {
-        let bs = (f.file.dio_align().offset as u64).max(1);
-        let end = f.at.offset + f.rest() as u64;
-        match f.plan {
-            Plan::Direct if !f.file.is_direct() => None,
-            Plan::Direct | Plan::Bounce => Some(span(f.at.offset, end, false)),
-            Plan::Rmw if f.flags.contains(RwFlags::APPEND) => Some(span(0, u64::MAX, true)),
-            Plan::Rmw => Some(span(f.at.offset / bs * bs, window_end(end, bs), true)),
-            Plan::Command(Cmd::Fallocate(mode), len) => Some(fallocate_span(
-                f,
-                FallocateFlags::from_bits_retain(mode as u32),
-                len,
-            )),
-            Plan::Command(..) => None,
+        match route(f) {
+            Ok(route) => LockSpan::claim(&f.file, route, f.at.offset, f.rest()),
+            Err(span) => span,
         }
     }
 
@@ -165,7 +156,7 @@ impl Queue {
                 }
             };
             match exact_span(f) {
-                Ok(Some(now)) if covers(want, now) => {
+                Ok(Some(now)) if want.covers(now) => {
                     f.ticket = Some(ticket);
                     return Taken::Yes;
                 }
@@ -180,64 +171,28 @@ impl Queue {
     }
 }
 
-fn span(start: u64, end: u64, exclusive: bool) -> LockSpan {
-    LockSpan {
-        start,
-        end,
-        exclusive,
+/// The lock route of a request, or for a command the span it holds outright.
+fn route(f: &InFlight) -> Result<Route, Option<LockSpan>> {
+    match f.plan {
+        Plan::Direct => Ok(Route::Direct),
+        Plan::Bounce => Ok(Route::Bounce),
+        Plan::Rmw => Ok(Route::Rmw {
+            append: f.flags.contains(RwFlags::APPEND),
+        }),
+        Plan::Command(Cmd::Fallocate(mode), len) => Err(Some(LockSpan::fallocate(
+            f.file.dio_align(),
+            FallocateFlags::from_bits_retain(mode as u32),
+            f.at.offset,
+            len as u64,
+        ))),
+        Plan::Command(..) => Err(None),
     }
-}
-
-/// True when holding `held` is enough for `need`.
-fn covers(held: LockSpan, need: LockSpan) -> bool {
-    held.start <= need.start && need.end <= held.end && (held.exclusive || !need.exclusive)
 }
 
 /// The range a request must hold, given the file as it is now; `None` when it needs none.
 fn exact_span(f: &InFlight) -> Result<Option<LockSpan>, i32> {
-    let bs = (f.file.dio_align().offset as u64).max(1);
-    let end = f.at.offset + f.rest() as u64;
-    let size = || {
-        f.file
-            .size()
-            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
-    };
-    Ok(match f.plan {
-        Plan::Direct if !f.file.is_direct() => None,
-        Plan::Direct | Plan::Bounce => Some(span(f.at.offset, end, false)),
-        // RWF_APPEND on a direct file: everything from the block holding the end on, so no
-        // request inside the file stops an append.
-        Plan::Rmw if f.flags.contains(RwFlags::APPEND) => {
-            Some(span(size()? / bs * bs, u64::MAX, true))
-        }
-        // Whole blocks with no edge to read: nothing can tear, a shared hold suffices.
-        Plan::Rmw if f.at.offset % bs == 0 && end % bs == 0 => Some(span(f.at.offset, end, false)),
-        // A window reaching past the end grows the file, then cuts it back: everything from
-        // its start on is held, so no other request past the end lands in between.
-        Plan::Rmw => {
-            let (start, wend) = (f.at.offset / bs * bs, window_end(end, bs));
-            let lock_end = if wend > size()? { u64::MAX } else { wend };
-            Some(span(start, lock_end, true))
-        }
-        Plan::Command(Cmd::Fallocate(mode), len) => Some(fallocate_span(
-            f,
-            FallocateFlags::from_bits_retain(mode as u32),
-            len,
-        )),
-        Plan::Command(..) => None,
-    })
-}
-
-/// The whole blocks an fallocate touches, held exclusive (as [`crate::File::fallocate`] does);
-/// modes that move data hold everything from `offset` on.
-fn fallocate_span(f: &InFlight, mode: FallocateFlags, len: usize) -> LockSpan {
-    let bs = (f.file.dio_align().offset as u64).max(1);
-    let start = f.at.offset / bs * bs;
-    let shifts = FallocateFlags::COLLAPSE_RANGE | FallocateFlags::INSERT_RANGE;
-    let end = if mode.intersects(shifts) {
-        u64::MAX
-    } else {
-        (f.at.offset + len as u64).div_ceil(bs).saturating_mul(bs)
-    };
-    span(start, end, true)
+    match route(f) {
+        Ok(route) => LockSpan::exact(&f.file, route, f.at.offset, f.rest()),
+        Err(span) => Ok(span),
+    }
 }

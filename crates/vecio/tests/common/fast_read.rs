@@ -2,10 +2,9 @@ use std::io::IoSliceMut;
 use std::sync::Arc;
 
 use vecio::engine::{PoolEngine, PoolOptions};
-use vecio::{
-    Attempt, Batch, Completion, FastReadMode, FastReadPolicy, FastReadStats, IoIter, OwnedBuf,
-    Queue, RwFlags, WhenFull,
-};
+use vecio::{Batch, Completion, FastReadPolicy, IoIter, OwnedBuf, Queue, RwFlags};
+use vecio::engine::WhenFull;
+use vecio::fast_read::{Attempt, FastReadMode, FastReadStats};
 
 use super::*;
 

@@ -2,7 +2,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use vecio::engine::{PoolEngine, PoolOptions};
-use vecio::{Completion, FastReadMode, FastReadPolicy, Queue, WhenFull};
+use vecio::{Completion, FastReadPolicy, Queue};
+use vecio::engine::WhenFull;
+use vecio::fast_read::FastReadMode;
 
 use super::*;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
 use rand::Rng;
-use vecio::{Batch, Engine, File, IoIter, PagePool, RwFlags};
+use vecio::{Batch, BufPool, Engine, File, IoIter, Region, RwFlags};
 
 use super::{Row, Sample, REQUEST, SEGMENT, SEGMENTS};
 use crate::harness::rusage::Usage;
@@ -16,13 +16,15 @@ use crate::harness::rusage::Usage;
 pub(super) fn measure(
     file: &File,
     engine: &mut dyn Engine,
-    pool: &PagePool,
+    pool: &mut BufPool,
     row: Row,
     size: u64,
     runtime: Duration,
     rng: &mut SmallRng,
 ) -> Result<Sample> {
-    let mut buf = pool.get().context("page pool exhausted")?;
+    let region = pool.region().context("the buffer pool has no region")?.clone();
+    let mut buf = pool.get(REQUEST);
+    anyhow::ensure!(buf.region_id() == Some(region.id()), "the request buffer is not in the region");
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i % 251) as u8;
     }
@@ -47,13 +49,14 @@ pub(super) fn measure(
             Row::RandomReadv | Row::SequentialReadv => false,
             Row::RandomMixed | Row::SequentialMixed => rng.gen_bool(0.5),
         };
-        transfer(file, engine, pool, &mut buf, offset, write, &mut out)?;
+        transfer(file, engine, &region, &mut buf, offset, write, &mut out)?;
         requests += 1;
         if requests % 4 == 0 && t0.elapsed() >= runtime {
             break;
         }
     }
     let wall = t0.elapsed().as_secs_f64();
+    pool.put(buf);
     let u = Usage::thread()?.delta(&u0);
     let calls = engine.counters().syscalls - calls0;
     let per = |x: f64| x / requests as f64;
@@ -72,7 +75,7 @@ pub(super) fn measure(
 fn transfer(
     file: &File,
     engine: &mut dyn Engine,
-    pool: &PagePool,
+    pool: &Region,
     buf: &mut [u8],
     offset: u64,
     write: bool,

@@ -14,7 +14,7 @@ use clap::Args;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
-use vecio::{Direct, Engine, EngineKind, File, PagePool};
+use vecio::{BufPool, BufPoolOptions, Direct, Engine, EngineKind, File, Region, PAGE_SIZE};
 
 use crate::experiment::options::{parse_size, Common, Source};
 use crate::experiment::{Env, Experiment, Preset, Seed};
@@ -292,8 +292,9 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
         .open(&path)
         .with_context(|| format!("opening {} for O_DIRECT", path.display()))?;
     let size = opts.size.min(file.size().unwrap_or(opts.size)) / REQUEST as u64 * REQUEST as u64;
-    let pool = PagePool::new(REQUEST, 1);
-    let mut engines = build_engines(&opts.engines, &pool)?;
+    let mut pool = BufPool::new(BufPoolOptions::aligned(PAGE_SIZE).with_region(REQUEST));
+    let region = pool.region().context("a request region")?.clone();
+    let mut engines = build_engines(&opts.engines, &region)?;
     let fio_on = !opts.no_fio && crate::harness::fio::fio_version().is_some();
     let steps =
         rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.common.repeat as usize;
@@ -309,7 +310,7 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
                 let s = measure(
                     &file,
                     engine.as_mut(),
-                    &pool,
+                    &mut pool,
                     row,
                     size,
                     opts.common.runtime,
@@ -343,12 +344,12 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     })
 }
 
-/// The engines of `kinds`, each with `pool`'s buffers registered.
-fn build_engines(kinds: &[EngineKind], pool: &PagePool) -> Result<Vec<Box<dyn Engine>>> {
+/// The engines of `kinds`, each with the request buffer's region registered.
+fn build_engines(kinds: &[EngineKind], region: &Region) -> Result<Vec<Box<dyn Engine>>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     for k in kinds {
         let mut e = k.build()?;
-        e.register_pool(pool)
+        e.register_region(region)
             .with_context(|| format!("registering buffers with {}", k.name()))?;
         engines.push(e);
     }

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
+// The servers' SIGUSR1 report is vecio's alone.
 #[path = "../../signals.rs"]
+#[allow(dead_code)]
 mod signals;
 
 /// Set when a benchmark is being stopped by a signal.

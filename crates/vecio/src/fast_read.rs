@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use crate::{File, IoIter, RwFlags};
+pub use crate::file::Attempt;
 
 /// When to try a read inline.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -62,7 +62,7 @@ impl FastReadPolicy {
 
 /// What one inline attempt found.
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Everything was in the page cache (or the read ended at end of file).
     Hit,
     /// Part was there: the fraction of the request served.
@@ -77,7 +77,7 @@ const ONE: f64 = 65536.0;
 
 /// A file's fast-read history (kept in its [`File`]; read with [`File::fast_read_stats`]).
 #[derive(Debug)]
-pub struct FastReadState {
+pub(crate) struct FastReadState {
     attempts: AtomicU64,
     hits: AtomicU64,
     partials: AtomicU64,
@@ -146,7 +146,7 @@ impl FastReadStats {
 
 /// What the policy says of one read.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Try it inline.
     Try,
     /// Not this time: the file's hit ratio is low (counted as skipped).
@@ -157,12 +157,12 @@ pub enum Decision {
 
 impl FastReadState {
     /// Whether to try this read inline under `policy`.
-    pub fn should_try(&self, policy: &FastReadPolicy) -> bool {
+    pub(crate) fn should_try(&self, policy: &FastReadPolicy) -> bool {
         self.decide(policy) == Decision::Try
     }
 
     /// What `policy` says of this read; a skip is counted on the file.
-    pub fn decide(&self, policy: &FastReadPolicy) -> Decision {
+    pub(crate) fn decide(&self, policy: &FastReadPolicy) -> Decision {
         match policy.mode {
             FastReadMode::Off => Decision::Off,
             _ if self.unsupported.load(Relaxed) => Decision::Off,
@@ -182,12 +182,12 @@ impl FastReadState {
     }
 
     /// Counts a read not tried because of a low hit ratio.
-    pub fn note_skipped(&self) {
+    pub(crate) fn note_skipped(&self) {
         self.skipped.fetch_add(1, Relaxed);
     }
 
     /// Records the outcome of an attempt.
-    pub fn record(&self, outcome: Outcome, policy: &FastReadPolicy) {
+    pub(crate) fn record(&self, outcome: Outcome, policy: &FastReadPolicy) {
         self.attempts.fetch_add(1, Relaxed);
         let x = match outcome {
             Outcome::Hit => {
@@ -214,17 +214,17 @@ impl FastReadState {
     }
 
     /// Counts a request (or remainder) handed to the pool.
-    pub fn note_offload(&self) {
+    pub(crate) fn note_offload(&self) {
         self.offloads.fetch_add(1, Relaxed);
     }
 
     /// Whether to try this write inline under `policy`.
-    pub fn should_try_write(&self, policy: &FastReadPolicy) -> bool {
+    pub(crate) fn should_try_write(&self, policy: &FastReadPolicy) -> bool {
         policy.writes && policy.mode != FastReadMode::Off && !self.write_unsupported.load(Relaxed)
     }
 
     /// Records that the file system refused `RWF_NOWAIT` writes.
-    pub fn note_write_unsupported(&self) {
+    pub(crate) fn note_write_unsupported(&self) {
         self.write_unsupported.store(true, Relaxed);
     }
 
@@ -233,7 +233,7 @@ impl FastReadState {
     }
 
     /// A snapshot of the counters, judged against `policy`'s threshold.
-    pub fn stats(&self, policy: &FastReadPolicy) -> FastReadStats {
+    pub(crate) fn stats(&self, policy: &FastReadPolicy) -> FastReadStats {
         let hit_ratio = self.ratio();
         FastReadStats {
             attempts: self.attempts.load(Relaxed),
@@ -246,66 +246,6 @@ impl FastReadState {
             hit_ratio,
             tracking_off: policy.mode == FastReadMode::Tracked && hit_ratio < policy.threshold,
         }
-    }
-}
-
-/// What [`File::try_read_inline`] did.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Attempt {
-    /// Served whole (or up to end of file): the bytes read.
-    Done(usize),
-    /// Served in part: the bytes read; the caller offloads the rest.
-    Partial(usize),
-    /// Nothing in the page cache; the caller offloads the read.
-    WouldBlock,
-    /// Not tried (policy, direct file, or `RWF_NOWAIT` refused); the caller offloads.
-    Skipped,
-}
-
-impl File {
-    /// The fast-read policy on its own, for servers with their own thread pool: tries the read
-    /// inline with `RWF_NOWAIT` when `policy` says so for this file, and records the outcome.
-    pub fn try_read_inline(
-        &self,
-        iter: IoIter<'_>,
-        offset: u64,
-        policy: &FastReadPolicy,
-    ) -> crate::Result<Attempt> {
-        let state = self.fast_read_state();
-        if self.is_direct() || !state.should_try(policy) {
-            return Ok(Attempt::Skipped);
-        }
-        let want = iter.len();
-        let at_eof = |n: usize| self.size().is_ok_and(|size| offset + n as u64 >= size);
-        match self.io_at(iter, offset, RwFlags::NOWAIT) {
-            Ok(n) if n == want || n == 0 || at_eof(n) => {
-                state.record(Outcome::Hit, policy);
-                Ok(Attempt::Done(n))
-            }
-            Ok(n) => {
-                state.record(Outcome::Partial(n as f64 / want as f64), policy);
-                Ok(Attempt::Partial(n))
-            }
-            Err(e) if e.is_would_block() => {
-                state.record(Outcome::Miss, policy);
-                Ok(Attempt::WouldBlock)
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
-                state.record(Outcome::Unsupported, policy);
-                Ok(Attempt::Skipped)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// This file's fast-read history.
-    pub fn fast_read_state(&self) -> &FastReadState {
-        &self.fast
-    }
-
-    /// A snapshot of this file's fast-read counters under `policy`.
-    pub fn fast_read_stats(&self, policy: &FastReadPolicy) -> FastReadStats {
-        self.fast.stats(policy)
     }
 }
 

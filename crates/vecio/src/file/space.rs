@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use rustix::fs::FallocateFlags;
 
+use crate::direct::LockSpan;
 use crate::File;
 
 impl File {
@@ -45,16 +46,10 @@ impl File {
     /// collapse or insert range...), under the range lock. Modes that move data (collapse,
     /// insert) hold everything from `offset` to the end of the file.
     pub fn fallocate(&self, mode: FallocateFlags, offset: u64, len: u64) -> std::io::Result<()> {
-        let end = offset
-            .checked_add(len)
-            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        let shifts = FallocateFlags::COLLAPSE_RANGE | FallocateFlags::INSERT_RANGE;
-        let end = if mode.intersects(shifts) {
-            u64::MAX
-        } else {
-            end
-        };
-        let _guard = self.lock_blocks(offset, end)?;
+        if offset.checked_add(len).is_none() {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let _guard = take(self, LockSpan::fallocate(self.dio_align(), mode, offset, len))?;
         Ok(rustix::fs::fallocate(self, mode, offset, len)?)
     }
 
@@ -62,7 +57,7 @@ impl File {
     /// shorter of the old and new ends onwards is held, so a read-modify-write cannot write
     /// back bytes past a cut, nor lose the zeroes of a growth.
     pub fn set_len(&self, len: u64) -> std::io::Result<()> {
-        let _guard = self.lock_blocks(len, u64::MAX)?;
+        let _guard = take(self, LockSpan::blocks(self.dio_align(), len, u64::MAX))?;
         self.set_len_unlocked(len)
     }
 
@@ -96,7 +91,7 @@ impl File {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         }
         let r = {
-            let _dst = out.lock_blocks(off_out, out_end)?;
+            let _dst = take(out, LockSpan::blocks(out.dio_align(), off_out, out_end))?;
             let _src = match (!same).then(|| self.locks.shared(&[(off_in, in_end)])) {
                 Some(Err(_)) => return Err(std::io::Error::from_raw_os_error(libc::EDEADLK)),
                 held => held,
@@ -153,25 +148,12 @@ impl File {
         }
         Ok(done)
     }
+}
 
-    /// Holds the whole blocks (of the direct-I/O alignment) covering `[start, end)`
-    /// exclusively. `EDEADLK` instead of waiting forever when this thread's own unreaped Queue
-    /// requests hold some of them (reap them, then call again).
-    fn lock_blocks(
-        &self,
-        start: u64,
-        end: u64,
-    ) -> std::io::Result<crate::rangelock::RangeGuard<'_>> {
-        let bs = (self.dio_align().offset as u64).max(1);
-        let end = if end == u64::MAX {
-            u64::MAX
-        } else {
-            end.div_ceil(bs).saturating_mul(bs)
-        };
-        self.locks
-            .try_exclusive(start / bs * bs, end)
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EDEADLK))
-    }
+/// Holds `span` of `file`'s lock. `EDEADLK` instead of waiting forever when this thread's own
+/// unreaped Queue requests hold some of it (reap them, then call again).
+fn take(file: &File, span: LockSpan) -> std::io::Result<crate::rangelock::RangeGuard<'_>> {
+    span.take(file).map_err(std::io::Error::from_raw_os_error)
 }
 
 /// The system error inside a vecio error (`EIO` for one without).

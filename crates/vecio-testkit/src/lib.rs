@@ -1,0 +1,49 @@
+//! What vecio's integration tests share (a dev-dependency only): a small file system of the
+//! test's own on a loop device, what a process holds (descriptors, resident memory), waiting
+//! for a condition with a deadline, and the peers to test against (the host's, and the
+//! trixie chroot's of `scripts/peers`).
+//!
+//! Tests that need root say so and skip through [`skip_unless_root`]; nothing here mocks the
+//! kernel: the file systems are real ext4 on real loop devices.
+
+#![warn(missing_docs)]
+
+pub mod peers;
+mod process;
+mod smallfs;
+
+pub use peers::Peers;
+pub use process::{descriptors, rss_kib};
+pub use smallfs::SmallFs;
+
+use std::time::{Duration, Instant};
+
+/// True when the tests run as root.
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `None` as root; otherwise prints why `what` is skipped and returns the reason.
+pub fn skip_unless_root(what: &str) -> Option<String> {
+    if is_root() {
+        return None;
+    }
+    let why = format!("SKIP {what}: not root (loop devices and mounts need CAP_SYS_ADMIN)");
+    eprintln!("{why}");
+    Some(why)
+}
+
+/// Polls `ok` every 10 ms until it is true (returns how long that took) or `limit` passes
+/// (returns `None`).
+pub fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> Option<Duration> {
+    let t = Instant::now();
+    loop {
+        if ok() {
+            return Some(t.elapsed());
+        }
+        if t.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
