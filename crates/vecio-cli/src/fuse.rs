@@ -127,7 +127,7 @@ fn mounted_at(path: &std::path::Path) -> Option<String> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let fields: Vec<&str> = l.split(' ').collect();
-        let point = vecio_bench::harness::cleanup::unescape_mountinfo(fields.get(4)?);
+        let point = vecio_host::system::unescape(fields.get(4)?);
         if std::path::Path::new(&point) != path {
             return None;
         }

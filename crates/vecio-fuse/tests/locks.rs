@@ -90,11 +90,14 @@ fn posix_record_locks_exclude_other_processes() {
     let Some((fx, m, s)) = setup("posix-locks") else {
         return;
     };
+    // The holder keeps the lock until its standard input closes: no timer the probes could
+    // outlast on a loaded machine.
     let holder_py = format!(
-        "import fcntl,sys,time\nf=open('{m}','r+')\nfcntl.lockf(f,fcntl.LOCK_EX,4,2)\nprint('held',flush=True)\ntime.sleep(3)\n"
+        "import fcntl,sys\nf=open('{m}','r+')\nfcntl.lockf(f,fcntl.LOCK_EX,4,2)\nprint('held',flush=True)\nsys.stdin.read()\n"
     );
     let mut holder = Command::new("python3")
         .args(["-c", &holder_py])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -115,6 +118,7 @@ fn posix_record_locks_exclude_other_processes() {
     assert_eq!(probe(&m, 2, 4), "busy", "the same range through the mount");
     assert_eq!(probe(&s, 3, 1), "busy", "an overlapping range on the host");
     assert_eq!(probe(&m, 6, 2), "got", "the bytes after the range");
+    drop(holder.stdin.take());
     holder.wait().unwrap();
     assert_eq!(probe(&m, 2, 4), "got", "after the holder closed the file");
     drop(fx);

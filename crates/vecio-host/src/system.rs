@@ -1,6 +1,5 @@
-//! Facts about the machine a run happened on, for reports: kernel release, CPU count, the
-//! filesystem and block device behind the benchmark file and that device's queue settings, and
-//! the fio version.
+//! The kernel release, the CPU count, the mounts (proc(5) `mountinfo`), the filesystem and block
+//! device behind a path and that device's queue settings.
 
 use std::fs;
 use std::io;
@@ -86,7 +85,7 @@ fn parse_mount_line(line: &str) -> Option<Mount> {
 
 /// Undoes mountinfo's octal escapes (`\040` is a space, `\011` a tab, `\012` a newline,
 /// `\134` a backslash).
-fn unescape(s: &str) -> String {
+pub fn unescape(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -216,34 +215,6 @@ fn dev_minor(dev: u64) -> u32 {
     rustix::fs::minor(dev)
 }
 
-/// Everything a report says about where it ran. Facts that cannot be read are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SystemFacts {
-    /// Kernel release ([`kernel_release`]).
-    pub kernel: Option<String>,
-    /// Usable CPUs ([`cpu_count`]).
-    pub cpus: usize,
-    /// Filesystem of the benchmark path ([`crate::harness::scratch::fs_name`]).
-    pub fs: Option<String>,
-    /// Block device behind the benchmark path ([`block_device`]).
-    pub block_device: Option<BlockDevice>,
-    /// `fio --version`, when fio is installed.
-    pub fio_version: Option<String>,
-}
-
-impl SystemFacts {
-    /// Collects the facts for a benchmark running on `path`.
-    pub fn collect(path: &Path) -> SystemFacts {
-        SystemFacts {
-            kernel: kernel_release().ok(),
-            cpus: cpu_count(),
-            fs: crate::harness::scratch::fs_name(path).ok(),
-            block_device: block_device(path).ok().flatten(),
-            fio_version: crate::harness::fio::fio_version(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +243,8 @@ mod tests {
         );
         assert_eq!(m[1].mount_point, PathBuf::from("/mnt/my disk"));
         assert_eq!(m[1].source, "/dev/sdb1");
+        assert_eq!(unescape("/a\\040b\\134c"), "/a b\\c");
+        assert_eq!(unescape("/plain\\9"), "/plain\\9");
     }
 
     #[test]
@@ -302,12 +275,5 @@ mod tests {
         }
         assert_eq!(block_device(Path::new("/proc"))?, None);
         Ok(())
-    }
-
-    #[test]
-    fn collects_facts() {
-        let facts = SystemFacts::collect(Path::new("."));
-        assert!(facts.kernel.is_some() && facts.fs.is_some());
-        println!("{facts:?}");
     }
 }

@@ -9,16 +9,17 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use anyhow::{Context, Result};
 use serde::Serialize;
+
+use crate::{Context, Error, Result};
 
 /// Reads the whole file through the page cache so that it is resident.
 pub fn warm(path: &Path) -> Result<()> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut f = File::open(path).ctx(|| format!("opening {}", path.display()))?;
     let mut buf = vec![0u8; 1 << 20];
     while f
         .read(&mut buf)
-        .with_context(|| format!("reading {}", path.display()))?
+        .ctx(|| format!("reading {}", path.display()))?
         > 0
     {}
     Ok(())
@@ -27,14 +28,14 @@ pub fn warm(path: &Path) -> Result<()> {
 /// Drops `[offset, offset + len)` of the file from the page cache (`POSIX_FADV_DONTNEED`);
 /// `len` 0 means to the end.
 pub fn evict_range(path: &Path, offset: u64, len: u64) -> Result<()> {
-    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let f = File::open(path).ctx(|| format!("opening {}", path.display()))?;
     rustix::fs::fadvise(
         &f,
         offset,
         std::num::NonZeroU64::new(len),
         rustix::fs::Advice::DontNeed,
     )
-    .with_context(|| format!("posix_fadvise(DONTNEED) on {}", path.display()))
+    .ctx(|| format!("posix_fadvise(DONTNEED) on {}", path.display()))
 }
 
 /// Drops the whole file from the page cache.
@@ -45,11 +46,16 @@ pub fn evict(path: &Path) -> Result<()> {
 /// Bytes of the file or block device resident in the page cache (`mincore` over a shared
 /// mapping; the size from `lseek(SEEK_END)`, so devices count too).
 pub fn resident_bytes(path: &Path) -> Result<u64> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut f = File::open(path).ctx(|| format!("opening {}", path.display()))?;
     let total = f
         .seek(SeekFrom::End(0))
-        .with_context(|| format!("size of {}", path.display()))?;
-    let len = usize::try_from(total).context("file larger than the address space")?;
+        .ctx(|| format!("size of {}", path.display()))?;
+    let len = usize::try_from(total).map_err(|_| {
+        Error::Other(format!(
+            "{} is larger than the address space",
+            path.display()
+        ))
+    })?;
     if len == 0 {
         return Ok(0);
     }
@@ -67,7 +73,7 @@ pub fn resident_bytes(path: &Path) -> Result<u64> {
             0,
         )
     }
-    .context("mmap for mincore")?;
+    .ctx(|| format!("mmap of {} for mincore", path.display()))?;
     let mut vec = vec![0u8; len.div_ceil(page)];
     // SAFETY: addr..addr+len is the mapping made above; vec has one byte per page. (rustix
     // has no mincore.)
@@ -75,15 +81,17 @@ pub fn resident_bytes(path: &Path) -> Result<u64> {
     // SAFETY: unmapping exactly the mapping made above, which nothing refers to.
     let _ = unsafe { rustix::mm::munmap(addr, len) };
     if r != 0 {
-        return Err(std::io::Error::last_os_error()).context("mincore");
+        return Err(std::io::Error::last_os_error())
+            .ctx(|| format!("mincore on {}", path.display()));
     }
     Ok((vec.iter().filter(|&&b| b & 1 == 1).count() as u64 * page as u64).min(total))
 }
 
 /// A field of `/proc/meminfo`, in bytes (the file gives kB).
 pub fn meminfo_bytes(field: &str) -> Result<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").context("reading /proc/meminfo")?;
-    parse_meminfo(&text, field).with_context(|| format!("/proc/meminfo has no {field}: line"))
+    let text = std::fs::read_to_string("/proc/meminfo").ctx(|| "reading /proc/meminfo".into())?;
+    parse_meminfo(&text, field)
+        .ok_or_else(|| Error::Other(format!("/proc/meminfo has no {field}: line")))
 }
 
 /// The value of `field` (e.g. `Cached`) in meminfo text, in bytes.
@@ -103,9 +111,9 @@ fn parse_meminfo(text: &str, field: &str) -> Option<u64> {
 /// Writes the file's dirty pages back (`fsync(2)`) and drops its pages from the page cache
 /// (`POSIX_FADV_DONTNEED`), so a measurement starts with none of it cached.
 pub fn flush_and_evict(path: &Path) -> Result<()> {
-    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let f = std::fs::File::open(path).ctx(|| format!("opening {}", path.display()))?;
     f.sync_all()
-        .with_context(|| format!("fsync of {}", path.display()))?;
+        .ctx(|| format!("fsync of {}", path.display()))?;
     drop(f);
     evict(path)
 }
@@ -161,7 +169,8 @@ mod tests {
     }
 
     #[test]
-    fn growth_follows_a_file_into_the_cache() -> Result<()> {
+    fn growth_follows_a_file_into_the_cache() -> std::result::Result<(), Box<dyn std::error::Error>>
+    {
         // Beside the crate, not in /tmp: tmpfs has no disk to evict to.
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
         let p = dir.path().join("g");

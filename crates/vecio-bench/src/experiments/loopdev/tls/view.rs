@@ -1,12 +1,26 @@
-//! The TLS rows in seed 001's section of the report: their table, their set-up line, and
-//! their rows of the summary.
+//! The TLS rows in seed 001's section of the report: their table, their set-up line, their
+//! targets and their rows of the summary.
 
-use super::render::{transport, MAX_COST, WANT_VS_QEMU};
-use super::{TlsReport, JOBS};
+use super::{TlsCell, TlsReport, JOBS};
+use crate::experiment::section::{at_least, at_most};
+use crate::experiment::table::{num, Cell, DataTable};
+use crate::experiment::{SummaryRow, Target};
 use crate::experiments::loopdev::Subject;
-use crate::report::fmt::{num, ratio_cell, summary_cell};
-use crate::report::summary::{at_least, at_most, SummaryRow};
-use crate::report::{Cell, DataTable};
+
+/// vecio nbd over TLS against qemu-nbd over TLS: at least this ratio on every TLS job.
+pub const WANT_VS_QEMU: f64 = 1.3;
+
+/// What TLS may cost vecio nbd: at most this share of its plain figure on every TLS job.
+pub const MAX_COST: f64 = 0.25;
+
+/// `TLS` or `plain`.
+pub fn transport(c: &TlsCell) -> &'static str {
+    if c.tls {
+        "TLS"
+    } else {
+        "plain"
+    }
+}
 
 /// The table: every server plain and over TLS on both jobs; `None` when nothing was measured.
 pub(crate) fn table(t: &TlsReport) -> Option<DataTable> {
@@ -40,26 +54,17 @@ pub(crate) fn table(t: &TlsReport) -> Option<DataTable> {
         };
         let over_plain = c.tls.then(|| t.tls_over_plain(c.job, c.subject)).flatten();
         d.rows.push(vec![
-            Cell::text(format!("{} ({})", c.job.name(), unit(c.job.in_iops()))),
+            Cell::text(format!("{} ({})", c.job.name(), c.job.unit())),
             Cell::text(&c.name),
             Cell::text(transport(c)),
             Cell::text(&c.client),
-            summary_cell(c.figure(), prec, format!("/loop/tls/cells/{ci}/{field}")),
-            ratio_cell(over_plain),
-            ratio_cell(t.ratio(c.job, (c.subject, c.tls), (Subject::QemuNbd, c.tls))),
-            c.median_of(|s| s.cpu_us_per_req)
-                .map_or(Cell::text("-"), |v| Cell::derived(v, format!("{v:.1}"))),
+            Cell::summary(c.figure(), prec, format!("/loop/tls/cells/{ci}/{field}")),
+            Cell::ratio(over_plain),
+            Cell::ratio(t.ratio(c.job, (c.subject, c.tls), (Subject::QemuNbd, c.tls))),
+            Cell::maybe(c.median_of(|s| s.cpu_us_per_req), 1),
         ]);
     }
     Some(d)
-}
-
-fn unit(iops: bool) -> &'static str {
-    if iops {
-        "IOPS"
-    } else {
-        "MB/s"
-    }
 }
 
 /// The set-up line of the TLS rows: how they were measured, or why they were not.
@@ -98,7 +103,7 @@ pub(crate) fn summary(t: &TlsReport) -> Vec<SummaryRow> {
         out.push(SummaryRow {
             seed,
             result: format!("{} over TLS: vecio vs qemu-nbd", job.name()),
-            unit: if job.in_iops() { "IOPS" } else { "MB/s" },
+            unit: job.unit(),
             seed_figure: "-".into(),
             vecio: format!("{vecio:.prec$}"),
             peer: format!("{qemu:.prec$} qemu-nbd"),
@@ -125,10 +130,99 @@ pub(crate) fn summary(t: &TlsReport) -> Vec<SummaryRow> {
     out
 }
 
+/// The TLS targets, for each TLS job: vecio nbd over TLS at least [`WANT_VS_QEMU`] times
+/// qemu-nbd over TLS, and TLS costing vecio nbd at most [`MAX_COST`] of its plain figure.
+/// None when the rows were not measured.
+pub fn targets(r: &TlsReport) -> Vec<Target> {
+    let v = Subject::VecioDirect;
+    let mut out = Vec::new();
+    for job in JOBS {
+        let fig = |s, tls| r.cell(s, tls, job).map(|c| c.figure().median);
+        let (u, prec) = (job.unit(), if job.in_iops() { 0 } else { 1 });
+        if let (Some(a), Some(q), Some(ratio)) = (
+            fig(v, true),
+            fig(Subject::QemuNbd, true),
+            r.ratio(job, (v, true), (Subject::QemuNbd, true)),
+        ) {
+            out.push(Target {
+                text: format!(
+                    "{} over TLS: vecio nbd direct {a:.prec$} {u} = {ratio:.2}x qemu-nbd's \
+                     {q:.prec$} (want >= {WANT_VS_QEMU}x)",
+                    job.name()
+                ),
+                met: ratio >= WANT_VS_QEMU,
+            });
+        }
+    }
+    for job in JOBS {
+        let fig = |tls| r.cell(v, tls, job).map(|c| c.figure().median);
+        let (u, prec) = (job.unit(), if job.in_iops() { 0 } else { 1 });
+        if let (Some(t), Some(p), Some(share)) = (fig(true), fig(false), r.tls_over_plain(job, v)) {
+            let cost = 1.0 - share;
+            out.push(Target {
+                text: format!(
+                    "{}: TLS costs vecio nbd direct {:.0}% of its plain throughput ({t:.prec$} \
+                     {u} over TLS, {p:.prec$} plain; want <= {:.0}%)",
+                    job.name(),
+                    cost * 100.0,
+                    MAX_COST * 100.0
+                ),
+                met: cost <= MAX_COST,
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::experiments::loopdev::tls::fixture::report;
+
+    fn met(r: &TlsReport) -> Vec<bool> {
+        targets(r).iter().map(|t| t.met).collect()
+    }
+
+    #[test]
+    fn targets_follow_the_figures() {
+        // vecio: 80 over TLS of 100 plain (20% cost); qemu-nbd 60 over TLS: 1.33x.
+        assert_eq!(met(&report([100.0, 80.0], [90.0, 60.0])), [true; 4]);
+        // 1.2x qemu-nbd, and 30% cost.
+        assert_eq!(met(&report([100.0, 70.0], [90.0, 58.0])), [false; 4]);
+        // A cost of exactly 25% is within the target.
+        assert_eq!(met(&report([100.0, 75.0], [90.0, 50.0])), [true; 4]);
+        assert!(targets(&TlsReport::skipped("no qemu-nbd")).is_empty());
+    }
+
+    #[test]
+    fn shows_every_cell_or_the_reason() {
+        let t = table(&report([100.0, 80.0], [90.0, 60.0])).expect("a table");
+        let text: Vec<String> = t
+            .rows
+            .iter()
+            .flatten()
+            .map(|c| c.shown().to_string())
+            .collect();
+        let text = text.join(" | ");
+        for want in [
+            "128k read (MB/s)",
+            "4k randread (IOPS)",
+            "TLS",
+            "plain",
+            "0.80x",
+            "1.33x",
+        ] {
+            assert!(text.contains(want), "{want} missing from:\n{text}");
+        }
+        assert_eq!(text.matches("qemu-nbd none+io_uring").count(), 4, "{text}");
+        let skipped = TlsReport::skipped("nbdcopy is not installed");
+        let line = setup_line(&skipped).map(|(_, v)| v);
+        assert_eq!(
+            line.as_deref(),
+            Some("not measured: nbdcopy is not installed")
+        );
+        assert!(table(&skipped).is_none() && table(&TlsReport::default()).is_none());
+    }
 
     #[test]
     fn table_points_into_results_json() {

@@ -2,17 +2,13 @@
 //! `vecio bench compare` and later runs read back. Every experiment is optional: one that did
 //! not run is named in [`AllResults::not_measured`] with the reason.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::experiments::callcost::CallcostReport;
-use crate::experiments::fuse::FuseReport;
-use crate::experiments::loopdev::LoopReport;
-use crate::experiments::nowait::NowaitReport;
-use crate::experiments::tokio_reads::TokioReport;
-use crate::experiments::writev::WritevReport;
 use crate::harness::setup::Setup;
 
 /// The document's format; bumped when a field changes meaning.
@@ -51,24 +47,10 @@ pub struct AllResults {
     /// Where and with what it ran.
     #[serde(default)]
     pub setup: Option<Setup>,
-    /// Seed 000: readv/writev.
-    #[serde(default)]
-    pub writev: Option<WritevReport>,
-    /// Seed 001: the loop device as an NBD server.
-    #[serde(default, rename = "loop")]
-    pub loop_dev: Option<LoopReport>,
-    /// Seed 002: RWF_NOWAIT fast reads.
-    #[serde(default)]
-    pub nowait: Option<NowaitReport>,
-    /// Seed 002's experiment in tokio: tokio::fs against vecio-tokio.
-    #[serde(default)]
-    pub tokio: Option<TokioReport>,
-    /// Seed 003: the cost of a single-buffer read.
-    #[serde(default)]
-    pub callcost: Option<CallcostReport>,
-    /// Seed 004: FUSE scatter-gather direct I/O.
-    #[serde(default)]
-    pub fuse: Option<FuseReport>,
+    /// Each experiment's figures, under its key (`writev`, `loop`, ...): what its `--json`
+    /// would hold.
+    #[serde(flatten)]
+    pub reports: BTreeMap<String, Value>,
     /// Experiments that did not run, with the reason.
     #[serde(default)]
     pub not_measured: Vec<NotMeasured>,
@@ -78,6 +60,11 @@ pub struct AllResults {
 }
 
 impl AllResults {
+    /// The figures of experiment `key`, if it was measured.
+    pub fn report(&self, key: &str) -> Option<&Value> {
+        self.reports.get(key).filter(|v| !v.is_null())
+    }
+
     /// Why `experiment` was not measured, if it is listed.
     pub fn why_not(&self, experiment: &str) -> Option<&str> {
         self.not_measured
@@ -107,12 +94,15 @@ mod tests {
     #[test]
     fn an_empty_document_reads_as_nothing_measured() -> Result<()> {
         let r: AllResults = serde_json::from_str("{}")?;
-        assert!(r.writev.is_none() && r.loop_dev.is_none() && r.fuse.is_none());
+        assert!(r.report("writev").is_none() && r.reports.is_empty());
         let r: AllResults = serde_json::from_str(
             r#"{"not_measured":[{"experiment":"loop","reason":"fio is not installed"}]}"#,
         )?;
         assert_eq!(r.why_not("loop"), Some("fio is not installed"));
         assert_eq!(r.why_not("fuse"), None);
+        let r: AllResults =
+            serde_json::from_str(r#"{"quick":true,"tokio":null,"fuse":{"cells":[]}}"#)?;
+        assert!(r.quick && r.report("tokio").is_none() && r.report("fuse").is_some());
         Ok(())
     }
 }

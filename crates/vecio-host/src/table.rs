@@ -1,8 +1,8 @@
-//! Plain-text tables for experiment results: a header, a rule, rows; column widths fit the
+//! Plain-text tables, for `vecio info` and the bench: a header, a rule, rows; column widths fit the
 //! widest cell; numeric columns are right-aligned, text columns left-aligned.
 //!
 //! ```
-//! use vecio_bench::harness::table::Table;
+//! use vecio_host::table::Table;
 //!
 //! let mut t = Table::new(["engine", "MB/s"]);
 //! t.row(["serial", "12.5"]);
