@@ -105,6 +105,15 @@ pub struct FuseArgs {
         env = "VECIO_FUSE_SANDBOX"
     )]
     pub sandbox: vecio_fuse::Sandbox,
+    /// What a system call off the serving threads' allow-list gets: kill (the process), trap
+    /// (SIGSYS), log (allowed, named in the kernel's audit log) or none (no filter).
+    #[arg(
+        long,
+        default_value = "kill",
+        value_name = "kill|trap|log|none",
+        env = "VECIO_FUSE_SECCOMP"
+    )]
+    pub seccomp: vecio_fuse::Seccomp,
 }
 
 /// Parses a number of seconds, zero allowed.
@@ -217,6 +226,7 @@ fn config(a: &FuseArgs) -> Result<Config> {
     cfg.fs.passthrough_direct = a.passthrough_direct;
     cfg.uring = a.uring;
     cfg.sandbox = a.sandbox;
+    cfg.seccomp = a.seccomp;
     if a.uring && !vecio_fuse::uring_enabled() {
         let knob = "/sys/module/fuse/parameters/enable_uring";
         match std::fs::write(knob, "Y") {

@@ -31,6 +31,8 @@ pub struct Config {
     pub uring: bool,
     /// How the serving threads are confined (`crate::sandbox`).
     pub sandbox: crate::sandbox::Sandbox,
+    /// What a system call off the serving threads' allow-list gets (`crate::seccomp`).
+    pub seccomp: crate::seccomp::Seccomp,
 }
 
 impl Default for Config {
@@ -43,6 +45,7 @@ impl Default for Config {
             engine: EngineKind::Uring,
             uring: false,
             sandbox: Default::default(),
+            seccomp: Default::default(),
         }
     }
 }
@@ -145,11 +148,20 @@ impl Server {
         Ok((negotiated, dev))
     }
 
-    /// Enters the sandbox on this thread (the workers started after inherit it).
+    /// Enters the sandbox on this thread and installs its system-call filter (the workers
+    /// started after inherit both); `--sandbox none` does neither.
     fn confine(&self) -> Result<()> {
         if self.cfg.sandbox != crate::sandbox::Sandbox::Namespace {
             return Ok(());
         }
+        self.enter_sandbox()?;
+        crate::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
+            what: "installing the system-call filter",
+            source: e,
+        })
+    }
+
+    fn enter_sandbox(&self) -> Result<()> {
         let tree = self
             .fs
             .tree

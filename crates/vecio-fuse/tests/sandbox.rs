@@ -70,6 +70,12 @@ fn serving_threads_are_confined_and_none_leaves_them_be() {
                 status_field(task, "NoNewPrivs:"),
                 if confined { "1" } else { "0" }
             );
+            // A seccomp filter (mode 2) on every serving thread, the default's (kill).
+            assert_eq!(
+                status_field(task, "Seccomp:"),
+                if confined { "2" } else { "0" },
+                "{sandbox:?}: seccomp of {task:?}"
+            );
             let (eff, bnd) = (caps(task, "CapEff:"), caps(task, "CapBnd:"));
             for (cap, name) in [
                 (19, "CAP_SYS_PTRACE"),
