@@ -7,7 +7,8 @@
 //!   only the name shown in the mount table, as with libfuse's passthrough examples).
 //! - Options of the server itself: `source=DIR`, `passthrough`, `passthrough_direct`, `uring`,
 //!   `threads=N`, `engine=KIND`, `max_pages=N`, `timeout=SECS` (name and attribute cache),
-//!   `log=FILE` (the server's standard error), `sandbox=namespace|none`. The rest are `vecio fuse -o` options; mount(8)'s
+//!   `log=FILE` (the server's standard error), `sandbox=namespace|none`,
+//!   `seccomp=kill|trap|log|none`. The rest are `vecio fuse -o` options; mount(8)'s
 //!   own (`defaults`, `auto`, `noauto`, `user`, `users`, `nofail`, `_netdev`, `x-*`) are dropped.
 //! - A remount (`-o remount,...`) is passed to the kernel (`mount(2)` with `MS_REMOUNT` and the
 //!   mount flags the options give), never to a second server: the running server keeps
@@ -90,7 +91,10 @@ fn options(req: &mut Request, list: &str) -> Result<()> {
             ("passthrough" | "passthrough_direct" | "uring", None) => {
                 req.server_args.push(format!("--{}", key.replace('_', "-")))
             }
-            ("threads" | "engine" | "max_pages" | "timeout" | "log" | "sandbox", Some(v)) => {
+            (
+                "threads" | "engine" | "max_pages" | "timeout" | "log" | "sandbox" | "seccomp",
+                Some(v),
+            ) => {
                 req.server_args.push(format!("--{}", key.replace('_', "-")));
                 req.server_args.push(v.to_string());
             }
@@ -160,13 +164,16 @@ mod tests {
     #[test]
     fn splits_server_kernel_and_mount8_options() {
         let r = parse(args(
-            "non1 /mnt/t -o rw,source=/srv/d,allow_other,passthrough,threads=2,nofail,x-systemd.a -t fuse.vecio",
+            "non1 /mnt/t -o rw,source=/srv/d,allow_other,passthrough,threads=2,seccomp=log,nofail,x-systemd.a -t fuse.vecio",
         ))
         .unwrap();
         assert_eq!(r.source, "non1");
         assert_eq!(r.source_dir.as_deref(), Some("/srv/d"));
         assert_eq!(r.mount_opts, ["rw", "allow_other"]);
-        assert_eq!(r.server_args, ["--passthrough", "--threads", "2"]);
+        assert_eq!(
+            r.server_args,
+            ["--passthrough", "--threads", "2", "--seccomp", "log"]
+        );
         assert!(!r.remount);
         let r = parse(args("non1 /mnt/t -oremount,ro")).unwrap();
         assert!(r.remount);
