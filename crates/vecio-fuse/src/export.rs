@@ -26,14 +26,21 @@ impl Inodes {
 
     /// `LOOKUP` of `.` in node `id`: the node itself, one more kernel reference; revived from
     /// its backing file handle when the kernel had forgotten it (`ENOENT`, which the kernel
-    /// turns into `ESTALE`, when it is unknown or its inode is gone).
+    /// turns into `ESTALE`, when it is unknown or its inode is gone). A node whose file was
+    /// removed (no links left) is stale too, as on the backing file system once nothing holds
+    /// it: the server's own descriptor, kept until the kernel's `FORGET` arrives, must not
+    /// make a removed file's handle open.
     pub fn lookup_self(&self, id: u64) -> OpResult<(u64, rustix::fs::Stat)> {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = t.by_id.get_mut(&id) {
-            e.lookups += 1;
             let inode = e.inode.clone();
+            let st = inode.stat()?;
+            if st.st_nlink == 0 {
+                return Err(Errno::NOENT);
+            }
+            e.lookups += 1;
             drop(t);
-            return Ok((id, inode.stat()?));
+            return Ok((id, st));
         }
         let gone = t.forgotten.take(id).ok_or(Errno::NOENT)?;
         if t.by_key.contains_key(&gone.key) {
