@@ -144,10 +144,12 @@ fn ofd_locks_go_with_the_last_close_of_their_file() {
         return;
     };
     let holder_py = format!(
-        "import fcntl,os,struct,time\nfd=os.open('{m}',os.O_RDWR)\nfcntl.fcntl(fd,38,struct.pack('hhqqi4x',fcntl.F_WRLCK,0,0,0,0))\nos.close(os.dup(fd))\nprint('held',flush=True)\ntime.sleep(2)\n"
+        "import fcntl,os,struct,time\nfd=os.open('{m}',os.O_RDWR)\nfcntl.fcntl(fd,38,struct.pack('hhqqi4x',fcntl.F_WRLCK,0,0,0,0))\nos.close(os.dup(fd))\nprint('held',flush=True)\nimport sys\nsys.stdin.read()\n"
     );
+    // The holder keeps its lock until its standard input closes, however slow the probes are.
     let mut holder = Command::new("python3")
         .args(["-c", &holder_py])
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -160,6 +162,7 @@ fn ofd_locks_go_with_the_last_close_of_their_file() {
     assert_eq!(line.trim(), "held");
     assert_eq!(ofd_probe(&m), "busy", "held through the mount");
     assert_eq!(ofd_probe(&s), "busy", "held on the host");
+    drop(holder.stdin.take());
     holder.wait().unwrap();
     assert_eq!(
         ofd_probe(&m),
