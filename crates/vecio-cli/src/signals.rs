@@ -30,7 +30,9 @@ pub fn on_usr1(report: impl Fn() -> String + Send + 'static) -> Result<()> {
         .name("usr1".into())
         .spawn(move || {
             for _ in signals.forever() {
-                eprintln!("vecio: holding {}", report());
+                // One write, so a reader of the log never sees half the line.
+                let line = format!("vecio: holding {}\n", report());
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             }
         })
         .context("starting the SIGUSR1 thread")?;

@@ -68,14 +68,25 @@ impl FuseServer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The lines of the log written in full (up to its last newline).
+    fn whole_lines(&self) -> Vec<String> {
+        let log = self.log();
+        let end = log.rfind('\n').map_or(0, |i| i + 1);
+        log[..end].lines().map(str::to_string).collect()
+    }
+
     /// Asks the server what it holds (`SIGUSR1`) and returns the line it prints.
     pub fn held(&self) -> String {
-        let before = self.log().lines().filter(|l| l.contains("holding")).count();
+        let before = self.whole_lines().iter().filter(|l| l.contains("holding")).count();
         let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
         let mut line = None;
         vecio_testkit::wait_until(Duration::from_secs(5), || {
-            line = self.log().lines().filter(|l| l.contains("holding")).nth(before).map(str::to_string);
+            line = self
+                .whole_lines()
+                .into_iter()
+                .filter(|l| l.contains("holding"))
+                .nth(before);
             line.is_some()
         });
         line.expect("the server printed nothing on SIGUSR1")
