@@ -69,6 +69,8 @@ pub struct Opts {
     pub random: Option<u64>,
     /// TLS offered or required.
     pub tls: Option<vecio_nbd::Tls>,
+    /// `--allow`/`--deny`.
+    pub access: vecio_nbd::IpFilter,
 }
 
 impl Default for Opts {
@@ -84,6 +86,7 @@ impl Default for Opts {
             description: "",
             random: None,
             tls: None,
+            access: Default::default(),
         }
     }
 }
@@ -155,6 +158,7 @@ fn server_options(o: &Opts) -> ServerOptions {
         shared: o.shared,
         tls: o.tls.clone(),
         oneshot: false,
+        access: o.access.clone(),
     }
 }
 
