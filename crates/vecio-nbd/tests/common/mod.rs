@@ -99,6 +99,12 @@ pub fn scratch() -> tempfile::TempDir {
         .expect("temporary directory")
 }
 
+/// What chroot peers must see at the same path: the target directory's scratch space, where
+/// [`scratch`] makes every test directory (sockets, images, certificates, keys).
+pub fn share() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+}
+
 /// `len` random bytes from `seed`.
 pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     let mut v = vec![0u8; len];
@@ -479,7 +485,26 @@ impl Raw {
     }
 }
 
-/// The Python that has libnbd's module (nbdsh's own interpreter), or `None` with the reason.
+/// python3 with libnbd's binding from `peers`, ready for its arguments (seeing the test
+/// directories at their own paths); `None`, printing why, where it is missing.
+pub fn libnbd_python(peers: &vecio_testkit::Peers) -> Option<Command> {
+    if !peers.is_chroot() {
+        return python_with_libnbd().map(Command::new);
+    }
+    let mut probe = peers.command("python3", share());
+    let ok = probe
+        .args(["-c", "import nbd"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP python3-libnbd ({}): not installed", peers.name());
+        return None;
+    }
+    Some(peers.command("python3", share()))
+}
+
+/// The host's Python that has libnbd's module (nbdsh's own interpreter), or `None` with the
+/// reason.
 pub fn python_with_libnbd() -> Option<&'static str> {
     for py in ["/usr/bin/python3", "python3"] {
         let ok = Command::new(py)
