@@ -112,6 +112,7 @@ impl Conn {
         engine: vecio::EngineKind,
         shutdown: ShutdownHandle,
     ) -> Result<Self> {
+        let plain = !stream.is_tls();
         let mut queue = Queue::new(engine.build()?);
         let bufs = request_buffers(id, &export, &mut queue);
         let limits = Limits {
@@ -128,7 +129,7 @@ impl Conn {
             limits,
             shutdown,
             queue,
-            rx: Inbox::new(session.framing),
+            rx: Inbox::new(session.framing, plain),
             tx: Outbox::default(),
             bufs,
             pending: Vec::new(),
@@ -186,6 +187,7 @@ impl Conn {
                 Ok(r) if r.shutdown && self.closing.is_none() => {
                     self.closing = Some(Closing::Shutdown)
                 }
+                Ok(r) if r.readable => self.rx.socket_ready(),
                 Ok(_) => {}
                 Err(e) => break Err(self.sock_err(e)),
             }
@@ -209,13 +211,17 @@ impl Conn {
         result
     }
 
-    /// One round: receive and dispatch, submit, reap, send.
+    /// One round: receive and dispatch, reap, send. What was pushed goes to the kernel with
+    /// the wait that follows (`wait_io`: one `io_uring_enter` submits and waits), not with a
+    /// system call of its own.
     fn step(&mut self) -> Result<()> {
         if self.shutdown.is_triggered() && self.closing.is_none() {
             self.closing = Some(Closing::Shutdown);
         }
+        if self.queue.watch_fired().is_some() {
+            self.rx.socket_ready();
+        }
         self.receive()?;
-        self.queue.submit()?;
         self.complete()?;
         self.send()
     }
@@ -419,6 +425,8 @@ impl Conn {
         let unsent = !self.tx.is_empty() || self.stream.wants_write();
         if !read && !unsent {
             self.queue.submit_and_wait(1)?;
+            // The socket was not watched: it may have requests by now.
+            self.rx.socket_ready();
         } else if read && (self.stream.buffered() || self.rx.holds_request()) {
             // Requests wait in TLS or the read buffer already: take them first.
             self.queue.submit()?;
@@ -430,6 +438,7 @@ impl Conn {
             // Replies wait for room in the socket, or the engine cannot watch it: look at the
             // socket again after a short wait on the disk.
             self.queue.submit_and_wait_timeout(SOCKET_LOOK)?;
+            self.rx.socket_ready();
         }
         self.complete()
     }
