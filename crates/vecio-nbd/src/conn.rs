@@ -100,6 +100,8 @@ pub(crate) struct Conn {
     closing: Option<Closing>,
     reaped: Vec<Completion>,
     sent: Vec<AlignedBuf>,
+    /// Emptied buffer lists of finished requests, for the next ones.
+    spare: Vec<Vec<OwnedBuf>>,
 }
 
 impl Conn {
@@ -138,6 +140,7 @@ impl Conn {
             closing: None,
             reaped: Vec::new(),
             sent: Vec::new(),
+            spare: Vec::new(),
         })
     }
 
@@ -347,7 +350,7 @@ impl Conn {
             p.extents = extents;
         }
         let file = self.export.file().clone();
-        let bufs = vec![OwnedBuf::Aligned(buf)];
+        let bufs = self.one_buf(buf);
         if let Err(vecio::PushError { error: e, bufs }) =
             self.queue
                 .push_read(&file, req.offset, bufs, RwFlags::empty(), slot as u64)
@@ -370,7 +373,7 @@ impl Conn {
         };
         let slot = self.slot(req, Command::Write, done, retries);
         let file = self.export.file().clone();
-        let bufs = vec![OwnedBuf::Aligned(buf)];
+        let bufs = self.one_buf(buf);
         if let Err(vecio::PushError { error: e, bufs }) =
             self.queue
                 .push_write(&file, offset, bufs, flags, slot as u64)
@@ -455,19 +458,23 @@ impl Conn {
     /// Turns every ready completion into a reply (or a retry of a short write).
     fn complete(&mut self) -> Result<()> {
         self.queue.reap(&mut self.reaped);
-        let reaped = std::mem::take(&mut self.reaped);
-        for c in reaped {
+        let mut reaped = std::mem::take(&mut self.reaped);
+        let mut result = Ok(());
+        for c in reaped.drain(..) {
             let Some(p) = self.unslot(c.user_data as usize) else {
                 self.give_back(c.bufs);
                 continue;
             };
             if p.cmd == Command::Read {
                 self.read_done(p, c);
-            } else {
-                self.write_done(p, c)?;
+            } else if let Err(e) = self.write_done(p, c) {
+                result = Err(e);
+                break;
             }
         }
-        Ok(())
+        // The vector's room is kept for the next reap.
+        self.reaped = reaped;
+        result
     }
 
     fn read_done(&mut self, p: Pending, c: Completion) {
@@ -475,11 +482,13 @@ impl Conn {
         let buf = match bufs.pop() {
             Some(OwnedBuf::Aligned(b)) => b,
             other => {
-                self.give_back(other.into_iter().collect());
+                bufs.extend(other);
+                self.give_back(bufs);
                 self.reply_error(&p.req, Errno::EIO);
                 return;
             }
         };
+        self.give_back(bufs);
         match c.result {
             Ok(n) => {
                 let mut buf = buf;
@@ -508,11 +517,13 @@ impl Conn {
         let buf = match bufs.pop() {
             Some(OwnedBuf::Aligned(b)) => b,
             other => {
-                self.give_back(other.into_iter().collect());
+                bufs.extend(other);
+                self.give_back(bufs);
                 self.reply_error(&p.req, Errno::EIO);
                 return Ok(());
             }
         };
+        self.give_back(bufs);
         match c.result {
             Ok(n) if n >= buf.len() => {
                 self.bufs.put(buf);
@@ -539,12 +550,24 @@ impl Conn {
         Ok(())
     }
 
-    fn give_back(&mut self, bufs: Vec<OwnedBuf>) {
-        for b in bufs {
+    /// Returns a request's buffers to the pool, keeping the emptied vector for the next
+    /// request's (no allocation per request).
+    fn give_back(&mut self, mut bufs: Vec<OwnedBuf>) {
+        for b in bufs.drain(..) {
             if let OwnedBuf::Aligned(b) = b {
                 self.bufs.put(b);
             }
         }
+        if self.spare.len() < MAX_IN_FLIGHT {
+            self.spare.push(bufs);
+        }
+    }
+
+    /// `buf` as a request's buffer list, in a vector kept from an earlier request.
+    fn one_buf(&mut self, buf: AlignedBuf) -> Vec<OwnedBuf> {
+        let mut v = self.spare.pop().unwrap_or_default();
+        v.push(OwnedBuf::Aligned(buf));
+        v
     }
 }
 
