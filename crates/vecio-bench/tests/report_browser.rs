@@ -67,7 +67,7 @@ fn every_plot_renders_in_headless_chromium() {
         .expect("index.html")
         .matches("<figure class=\"plot\"")
         .count();
-    assert_eq!(plots, 15);
+    assert_eq!(plots, 16);
     assert!(
         dom.contains("data-status=\"ok\"") && dom.contains(&format!(">plots-ok {plots}<")),
         "the page's check did not pass: {}",
@@ -105,10 +105,10 @@ fn the_first_screen_shows_the_verdict() {
     assert!(verdict_at < summary_at);
     assert_eq!(
         html.matches("<tr data-seed=").count(),
-        5,
-        "one line per document"
+        6,
+        "one line per experiment"
     );
-    let sections = vecio_bench::report::sections(&fixture()).expect("sections");
+    let sections = common::sections(&fixture());
     let met: usize = sections
         .iter()
         .map(|s| s.targets.iter().filter(|t| t.met).count())

@@ -4,9 +4,11 @@
 
 mod common;
 
-use common::{attr_values, fixture, fixture_json, write_report};
-use vecio_bench::experiments::results::{AllResults, NotMeasured};
-use vecio_bench::report::{self, Cell, SEEDS};
+use common::{attr_values, fixture, fixture_json, section, sections, write_report};
+use vecio_bench::experiment::table::Cell;
+use vecio_bench::registry::EXPERIMENTS;
+use vecio_bench::report::{self, compare, text};
+use vecio_bench::results::{AllResults, NotMeasured};
 
 #[test]
 fn every_section_and_plot_is_present() {
@@ -14,7 +16,7 @@ fn every_section_and_plot_is_present() {
     let (_dir, files) = write_report(&r);
     let html = std::fs::read_to_string(&files.html).expect("index.html");
     let md = std::fs::read_to_string(&files.markdown).expect("report.md");
-    for s in &SEEDS {
+    for s in EXPERIMENTS.iter().map(|e| e.seed()) {
         assert!(
             html.contains(&format!("id=\"seed-{}\"", s.id)),
             "seed {} section",
@@ -33,15 +35,19 @@ fn every_section_and_plot_is_present() {
             );
         }
     }
-    let sections = report::sections(&r).expect("sections");
+    let sections = sections(&r);
     let plots: Vec<&str> = sections
         .iter()
         .flat_map(|s| s.plots.iter().map(|p| p.id.as_str()))
         .collect();
-    // writev 1, loop 2 bars + 4 cache curves, nowait 1 + 4 percentile curves, callcost 2,
-    // fuse 1.
-    assert_eq!(plots.len(), 15, "{plots:?}");
-    assert_eq!(files.plots, 15);
+    // writev 1, loop 2 bars + 4 cache curves, nowait 1 + 4 percentile curves, tokio 1,
+    // callcost 2, fuse 1.
+    assert_eq!(plots.len(), 16, "{plots:?}");
+    assert_eq!(files.plots, 16);
+    assert!(
+        html.contains("id=\"seed-002-tokio\""),
+        "tokio's own section"
+    );
     assert!(plots.contains(&"s004-direct"), "{plots:?}");
     let figures = attr_values(&html, "<figure class=\"plot\" id");
     assert_eq!(figures, plots, "every plot inline, in order");
@@ -54,7 +60,7 @@ fn every_section_and_plot_is_present() {
             "{id} linked from report.md"
         );
     }
-    assert_eq!(html.matches("<svg").count(), 15);
+    assert_eq!(html.matches("<svg").count(), 16);
     for s in &sections {
         assert!(s.not_measured.is_none(), "seed {} measured", s.seed.id);
         assert!(
@@ -71,8 +77,11 @@ fn every_section_and_plot_is_present() {
             );
         }
     }
-    assert!(sections[1].setup.iter().any(|(k, _)| k == "qemu-nbd"));
-    let fuse = &sections[4];
+    assert!(section(&sections, "loop")
+        .setup
+        .iter()
+        .any(|(k, _)| k == "qemu-nbd"));
+    let fuse = section(&sections, "fuse");
     assert_eq!(fuse.seed.id, "004");
     assert!(fuse.setup.iter().any(|(k, _)| k == "libfuse"));
     assert_eq!(fuse.plots.len(), 1, "the fuse section's plot");
@@ -205,15 +214,15 @@ fn numbers_in_the_html_equal_those_in_the_json() {
 #[test]
 fn a_missing_experiment_says_not_measured_and_why() {
     let mut r = fixture();
-    r.loop_dev = None;
-    r.writev = None;
+    r.reports.remove("loop");
+    r.reports.remove("writev");
     r.not_measured = vec![NotMeasured {
         experiment: "loop".into(),
         reason: "fio is not installed (it is the NBD client of this experiment)".into(),
         failed: false,
     }];
-    let sections = report::sections(&r).expect("sections");
-    assert_eq!(sections.len(), 5);
+    let sections = sections(&r);
+    assert_eq!(sections.len(), 6);
     assert_eq!(
         sections[1].not_measured.as_deref(),
         Some("fio is not installed (it is the NBD client of this experiment)")
@@ -226,27 +235,28 @@ fn a_missing_experiment_says_not_measured_and_why() {
     let (_dir, files) = write_report(&r);
     let html = std::fs::read_to_string(&files.html).expect("index.html");
     assert!(html.contains("Not measured: fio is not installed"));
-    assert_eq!(files.plots, 15 - 1 - 6);
-    let rows = report::summary_rows(&r);
+    assert_eq!(files.plots, 16 - 1 - 6);
+    let rows = report::summary_rows(&sections);
     let loop_rows: Vec<_> = rows.iter().filter(|x| x.seed == "001").collect();
     assert_eq!(loop_rows.len(), 1);
     assert_eq!(loop_rows[0].vecio, "not measured");
-    let text = report::summary::render(&r, &rows);
+    let text = text::summary(&r, &sections);
     assert!(
         text.contains("not measured: loop (fio is not installed"),
         "{text}"
     );
-    // An empty document still gives five sections, each saying why.
-    let empty = report::sections(&AllResults::default()).expect("sections");
-    assert!(empty.iter().all(|s| s.not_measured.is_some()));
+    // An empty document still gives every section, each saying why.
+    let empty = common::sections(&AllResults::default());
+    assert!(empty.len() == 6 && empty.iter().all(|s| s.not_measured.is_some()));
 }
 
 #[test]
 fn summary_marks_misses() {
     let r = fixture();
-    let rows = report::summary_rows(&r);
+    let sections = sections(&r);
+    let rows = report::summary_rows(&sections);
     assert!(rows.iter().any(|x| x.seed == "000") && rows.iter().any(|x| x.seed == "004"));
-    let text = report::summary::render(&r, &rows);
+    let text = text::summary(&r, &sections);
     let misses = rows
         .iter()
         .filter(|x| x.target.as_ref().is_some_and(|t| !t.met))
@@ -264,8 +274,8 @@ fn summary_marks_misses() {
 
 #[test]
 fn page_cache_shares_are_never_negative_nor_above_all() {
-    let sections = report::sections(&fixture()).expect("sections");
-    let cache = sections[1]
+    let sections = sections(&fixture());
+    let cache = section(&sections, "loop")
         .tables
         .iter()
         .find(|t| t.title.starts_with("Page-cache growth"))
@@ -292,7 +302,8 @@ fn page_cache_shares_are_never_negative_nor_above_all() {
 #[test]
 fn summary_has_one_unit_per_column() {
     let r = fixture();
-    let rows = report::summary_rows(&r);
+    let sections = sections(&r);
+    let rows = report::summary_rows(&sections);
     let bare = |s: &str| {
         s == "-"
             || s == "not measured"
@@ -301,7 +312,7 @@ fn summary_has_one_unit_per_column() {
                 .filter(|w| !w.is_empty())
                 .all(|w| w.chars().all(|c| c.is_ascii_digit()) || w == "buffered")
     };
-    for row in &rows {
+    for row in rows {
         assert!(
             report::summary::UNITS.contains(&row.unit),
             "{}: unit {}",
@@ -343,4 +354,44 @@ fn summary_has_one_unit_per_column() {
     assert_eq!(units, distinct, "one table per unit");
     assert!(units.contains(&"MB/s") && units.contains(&"x"), "{units:?}");
     assert!(html.contains("<th>vecio, MB/s</th>"));
+}
+
+/// tokio reached its section, summary rows, seed entry and compare lines through the registry
+/// alone: the report, `compare` and the recorded `--json` of one tokio run all find it.
+#[test]
+fn tokio_has_its_section_summary_and_compare_lines() {
+    let r = fixture();
+    let sections = sections(&r);
+    let tokio = section(&sections, "tokio");
+    assert_eq!(
+        (tokio.seed.id, tokio.anchor.as_str()),
+        ("002", "seed-002-tokio")
+    );
+    assert_eq!(tokio.tables[0].rows.len(), 9, "three files by three paths");
+    assert_eq!(tokio.targets.len(), 3);
+    assert_eq!(tokio.summary.len(), 2);
+    assert!(
+        tokio.summary.iter().all(|row| row.target.is_some()),
+        "{:?}",
+        tokio.summary
+    );
+    assert_eq!(tokio.summary[1].unit, "MB/s");
+    assert!(tokio.summary[1].peer.ends_with("tokio::fs"), "a real peer");
+    let nowait = section(&sections, "nowait");
+    assert!(
+        nowait.tables.iter().all(|t| !t.title.contains("tokio")),
+        "nowait's section no longer carries tokio's table"
+    );
+    let one = compare::load(&common::tokio_path(), &EXPERIMENTS).expect("tokio's --json loads");
+    let lines = compare::metrics(&one, &EXPERIMENTS);
+    assert_eq!(lines.len(), 18, "MiB/s and mean latency of nine cells");
+    assert!(lines.iter().all(|m| m.experiment == "tokio"));
+    assert!(lines.iter().any(|m| m.name == "cached / vecio-tokio MiB/s"));
+    let all = compare::metrics(&r, &EXPERIMENTS);
+    assert!(all.iter().filter(|m| m.experiment == "tokio").count() == 18);
+    let text = text::section(tokio);
+    assert!(
+        text.contains("vecio-tokio") && text.contains("Targets:"),
+        "{text}"
+    );
 }

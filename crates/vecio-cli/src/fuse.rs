@@ -23,10 +23,11 @@ const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
   nosuid, suid           ignore / honour set-user-id bits
   nodev, dev             ignore / honour device files
   noexec, exec           forbid / allow running programs
-  noatime, atime, relatime   access-time updates
-  dirsync                directory changes are synchronous
+  noatime, atime, relatime, strictatime, nodiratime, lazytime   access-time updates
+  sync, async, dirsync   synchronous writes / directory changes
   fsname=NAME            the source column of the mount table
-  subtype=NAME           the type shown as fuse.NAME";
+  subtype=NAME           the type shown as fuse.NAME (subtype=: plain fuse)
+  timeout_s=N            the kernel aborts the connection when a request waits N s";
 
 /// Checks one `-o` list while the command line is parsed, so a typo is a usage error.
 fn parse_mount_options(list: &str) -> Result<String, String> {
@@ -84,6 +85,35 @@ pub struct FuseArgs {
     /// Write the process id to this file once mounted.
     #[arg(long)]
     pub pid_file: Option<PathBuf>,
+    /// Go to the background once mounted (as libfuse servers without -f): the parent prints
+    /// the `mounted` line and exits 0, the server serves on in a session of its own.
+    #[arg(long)]
+    pub fork: bool,
+    /// With --fork, append the server's log (standard error) to this file.
+    #[arg(long, requires = "fork", value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Print nothing once mounted (mount(8)'s helper stays quiet).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Confinement of the serving threads: namespace (new mount, IPC, UTS and network
+    /// namespaces, a pivot into SOURCE, capabilities dropped, no_new_privs; where the kernel
+    /// allows) or none.
+    #[arg(
+        long,
+        default_value = "namespace",
+        value_name = "namespace|none",
+        env = "VECIO_FUSE_SANDBOX"
+    )]
+    pub sandbox: vecio_fuse::Sandbox,
+    /// What a system call off the serving threads' allow-list gets: kill (the process), trap
+    /// (SIGSYS), log (allowed, named in the kernel's audit log) or none (no filter).
+    #[arg(
+        long,
+        default_value = "kill",
+        value_name = "kill|trap|log|none",
+        env = "VECIO_FUSE_SECCOMP"
+    )]
+    pub seccomp: vecio_fuse::Seccomp,
 }
 
 /// Parses a number of seconds, zero allowed.
@@ -106,7 +136,7 @@ fn mounted_at(path: &std::path::Path) -> Option<String> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let fields: Vec<&str> = l.split(' ').collect();
-        let point = vecio_bench::harness::cleanup::unescape_mountinfo(fields.get(4)?);
+        let point = vecio_host::system::unescape(fields.get(4)?);
         if std::path::Path::new(&point) != path {
             return None;
         }
@@ -121,7 +151,9 @@ fn mounted_at(path: &std::path::Path) -> Option<String> {
 }
 
 /// Runs `vecio fuse`.
-pub fn run(a: FuseArgs) -> Result<()> {
+pub fn run(mut a: FuseArgs) -> Result<()> {
+    // A forked server leaves this directory: its pid file is named from the root.
+    a.pid_file = a.pid_file.map(|p| std::path::absolute(&p).unwrap_or(p));
     if let Some(what) = mounted_at(&a.mountpoint) {
         anyhow::bail!(
             "{}: already a mount point of {what}; unmount it first (fusermount3 -u {})",
@@ -141,7 +173,37 @@ pub fn run(a: FuseArgs) -> Result<()> {
         "mounting"
     );
     let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
+    if a.fork {
+        // No thread runs yet (the signal thread comes in `serve`).
+        if let crate::daemon::Forked::Parent(pid) =
+            crate::daemon::fork_detached(a.log.as_deref(), true)?
+        {
+            announce(&a, pid)?;
+            // The mount and its connection are the child's: no destructor may unmount it.
+            std::process::exit(0);
+        }
+    }
     serve(server, &a)
+}
+
+/// The pid file (with `pid`) and the `mounted ...` line: the mount is ready.
+fn announce(a: &FuseArgs, pid: u32) -> Result<()> {
+    if let Some(p) = &a.pid_file {
+        std::fs::write(p, format!("{pid}\n"))
+            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+    }
+    if a.quiet {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "mounted {} on {}",
+        a.source.display(),
+        a.mountpoint.display()
+    )?;
+    out.flush()?;
+    Ok(())
 }
 
 /// The server's configuration from the command line.
@@ -163,6 +225,8 @@ fn config(a: &FuseArgs) -> Result<Config> {
     cfg.fs.passthrough = a.passthrough;
     cfg.fs.passthrough_direct = a.passthrough_direct;
     cfg.uring = a.uring;
+    cfg.sandbox = a.sandbox;
+    cfg.seccomp = a.seccomp;
     if a.uring && !vecio_fuse::uring_enabled() {
         let knob = "/sys/module/fuse/parameters/enable_uring";
         match std::fs::write(knob, "Y") {
@@ -194,21 +258,17 @@ fn serve(server: Server, a: &FuseArgs) -> Result<()> {
             eprintln!("vecio: unmount: {e}");
         }
     })?;
-    if let Some(p) = &a.pid_file {
-        std::fs::write(p, format!("{}\n", std::process::id()))
-            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+    if !a.fork {
+        announce(a, std::process::id())?;
     }
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "mounted {} on {}",
-            a.source.display(),
-            a.mountpoint.display()
-        )?;
-        out.flush()?;
-    }
-    let result = server.run();
+    // Served from a thread of its own: the sandbox confines the serving threads, and this one
+    // stays outside to remove the pid file by its path.
+    let result = std::thread::Builder::new()
+        .name("vecio-fuse".into())
+        .spawn(move || server.run())
+        .context("starting the server thread")?
+        .join()
+        .unwrap_or_else(|_| Err(vecio_fuse::Error::Init("the server thread panicked".into())));
     if let Some(p) = &a.pid_file {
         let _ = std::fs::remove_file(p);
     }

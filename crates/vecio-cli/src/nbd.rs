@@ -380,37 +380,21 @@ fn exit_with_parent_and_pid_file(a: &NbdArgs) -> Result<()> {
 /// starts a session of its own, with standard input and output on /dev/null, and returns.
 fn fork_server(lines: &[String], pid_file: Option<&std::path::Path>) -> Result<()> {
     std::io::stdout().flush()?;
-    // SAFETY: called before this process starts any thread (the signal thread comes after),
-    // so the child is a whole copy; it only returns into ordinary Rust code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error()).context("--fork: fork(2)");
+    // Called before this process starts any thread (the signal thread comes after).
+    let pid = match crate::daemon::fork_detached(None, false).context("--fork")? {
+        crate::daemon::Forked::Child => return Ok(()),
+        crate::daemon::Forked::Parent(pid) => pid,
+    };
+    if let Some(p) = pid_file {
+        std::fs::write(p, format!("{pid}\n"))
+            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
     }
-    if pid > 0 {
-        if let Some(p) = pid_file {
-            std::fs::write(p, format!("{pid}\n"))
-                .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
-        }
-        let mut out = std::io::stdout().lock();
-        for l in lines {
-            writeln!(out, "{l}")?;
-        }
-        out.flush()?;
-        std::process::exit(0);
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        writeln!(out, "{l}")?;
     }
-    let _ = rustix::process::setsid();
-    let null = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-        .context("--fork: /dev/null")?;
-    for fd in [0, 1] {
-        // SAFETY: dup2 onto the standard descriptors; `null` stays open across the call.
-        if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) } < 0 {
-            return Err(std::io::Error::last_os_error()).context("--fork: dup2");
-        }
-    }
-    Ok(())
+    out.flush()?;
+    std::process::exit(0);
 }
 
 /// The path part of an NBD URI naming `export` ("/" + name, or "/" for the default).

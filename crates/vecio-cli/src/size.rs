@@ -1,16 +1,6 @@
-//! Numbers on the command line: byte sizes (`4096`, `4k`, `256M`, `1G`, `1GiB`, powers of
-//! 1024), counts and seconds. Each parser refuses zero, so clap reports it as a usage error
-//! (exit status 2) before anything runs.
-
-use std::time::Duration;
-
-/// Parses a size such as `1G` or `512k` (binary units) into bytes; zero is refused.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    match parse_bytes(s)? {
-        0 => Err("a size of zero bytes measures nothing".into()),
-        n => Ok(n),
-    }
-}
+//! Counts on the command line (`vecio fuse --threads`): zero is refused, so clap reports it as
+//! a usage error (exit status 2) before anything runs. The bench's sizes and seconds are
+//! parsed in `vecio_bench::experiment::options`.
 
 /// Parses a count of at least one (threads, requests in flight).
 pub fn parse_count(s: &str) -> Result<usize, String> {
@@ -21,68 +11,12 @@ pub fn parse_count(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Parses a positive number of seconds (`5`, `0.5`).
-pub fn parse_seconds(s: &str) -> Result<Duration, String> {
-    s.trim()
-        .parse::<f64>()
-        .ok()
-        .and_then(|f| Duration::try_from_secs_f64(f).ok())
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{s:?} is not a positive number of seconds"))
-}
-
-/// Parses a size such as `1G` or `512k` (binary units) into bytes.
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64k, 256M, 1G)"))?;
-    let shift = match unit
-        .to_ascii_lowercase()
-        .trim_end_matches("ib")
-        .trim_end_matches('b')
-    {
-        "" => 0,
-        "k" => 10,
-        "m" => 20,
-        "g" => 30,
-        "t" => 40,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (k, M, G, T)")),
-    };
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("{s:?} is too large"))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
-
     #[test]
-    fn units() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("4k"), Ok(4096));
-        assert_eq!(parse_size("256M"), Ok(256 << 20));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert!(parse_size("1Q").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("99999999999T").is_err());
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("0G").is_err());
-    }
-
-    #[test]
-    fn counts_and_seconds() {
+    fn counts() {
         assert_eq!(super::parse_count("4"), Ok(4));
         assert!(super::parse_count("0").is_err());
         assert!(super::parse_count("-1").is_err());
-        assert_eq!(
-            super::parse_seconds("0.5"),
-            Ok(std::time::Duration::from_millis(500))
-        );
-        assert!(super::parse_seconds("0").is_err());
-        assert!(super::parse_seconds("-2").is_err());
-        assert!(super::parse_seconds("nan").is_err());
     }
 }

@@ -166,16 +166,9 @@ fn callgrind_counts_are_repeatable_when_valgrind_is_installed() {
             .args([
                 "--tool=callgrind",
                 "--callgrind-out-file=/dev/null",
-                env!("CARGO_BIN_EXE_vecio"),
+                env!("CARGO_BIN_EXE_vecio-bench"),
             ])
-            .args([
-                "bench",
-                "callcost-worker",
-                "--variant",
-                "read_at",
-                "--calls",
-                "3000",
-            ])
+            .args(["callcost-worker", "--variant", "read_at", "--calls", "3000"])
             .arg(&page)
             .output()
             .unwrap();

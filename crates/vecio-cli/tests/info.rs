@@ -100,11 +100,7 @@ fn files_in(dir: &Path) -> (PathBuf, PathBuf) {
 /// on a loop device (root only).
 fn ext4_dir() -> Result<(tempfile::TempDir, Vec<Box<dyn std::any::Any>>), String> {
     let dir = scratch_dir("vecio-info-ext4-");
-    if vecio_bench::harness::scratch::fs_name(dir.path())
-        .ok()
-        .as_deref()
-        == Some("ext4")
-    {
+    if vecio_host::fs::fs_name(dir.path()).ok().as_deref() == Some("ext4") {
         return Ok((dir, Vec::new()));
     }
     if !kernel::is_root() {
@@ -153,7 +149,7 @@ fn info_on_ext4_reports_what_the_kernel_does() {
         Some(0),
         "evicted: {cold}"
     );
-    vecio_bench::harness::pagecache::warm(&data).expect("warming");
+    vecio_host::pagecache::warm(&data).expect("warming");
     let warm = info(&data, &[]);
     assert_eq!(
         warm["page_cache"]["resident"].as_u64(),
@@ -190,7 +186,7 @@ fn info_on_ext4_reports_what_the_kernel_does() {
 #[test]
 fn info_on_tmpfs_reports_what_the_kernel_does() {
     let shm = Path::new("/dev/shm");
-    let on_shm = vecio_bench::harness::scratch::fs_name(shm).ok().as_deref() == Some("tmpfs");
+    let on_shm = vecio_host::fs::fs_name(shm).ok().as_deref() == Some("tmpfs");
     let holder = scratch_dir("vecio-info-tmpfs-");
     let _mount = if on_shm {
         None

@@ -169,16 +169,27 @@ bitflags::bitflags! {
         const CACHE_SYMLINKS = 1 << 23;
         #[allow(missing_docs)]
         const HANDLE_KILLPRIV_V2 = 1 << 28;
+        /// `fuse_setxattr_in` carries `setxattr_flags` (`FUSE_SETXATTR_ACL_KILL_SGID`).
+        const SETXATTR_EXT = 1 << 29;
         #[allow(missing_docs)]
         const INIT_EXT = 1 << 30;
+        /// Security labels (LSM contexts) come with the requests that create inodes.
+        const SECURITY_CTX = 1 << 32;
+        /// The caller's supplementary group matching the parent comes with creates.
+        const CREATE_SUPP_GROUP = 1 << 34;
         #[allow(missing_docs)]
         const DIRECT_IO_ALLOW_MMAP = 1 << 36;
         #[allow(missing_docs)]
         const PASSTHROUGH = 1 << 37;
         #[allow(missing_docs)]
         const NO_EXPORT_SUPPORT = 1 << 38;
+        /// Idmapped mounts of this file system may be made.
+        const ALLOW_IDMAP = 1 << 40;
         #[allow(missing_docs)]
         const OVER_IO_URING = 1 << 41;
+        /// The kernel aborts the connection when a request waits longer than
+        /// `fuse_init_out.request_timeout` seconds.
+        const REQUEST_TIMEOUT = 1 << 42;
     }
 }
 
@@ -243,6 +254,9 @@ bitflags::bitflags! {
     }
 }
 
+/// `fuse_open_in.flags`: the kernel's `__FMODE_EXEC`, set when the file is opened to be
+/// executed (`execve`, `uselib`): the caller needs execute permission, not read.
+pub const OPEN_FOR_EXEC: u32 = 1 << 5;
 /// `fuse_open_in.open_flags`: clear setuid/setgid (an `O_TRUNC` open by a non-owner under
 /// `FUSE_HANDLE_KILLPRIV_V2`).
 pub const OPEN_KILL_SUIDGID: u32 = 1 << 0;
@@ -250,6 +264,13 @@ pub const OPEN_KILL_SUIDGID: u32 = 1 << 0;
 pub const LK_FLOCK: u32 = 1 << 0;
 /// `fuse_release_in.release_flags`: also drop the `flock(2)` lock of this open.
 pub const RELEASE_FLOCK_UNLOCK: u32 = 1 << 1;
+
+/// `fuse_setxattr_in.setxattr_flags`: clear setgid when `system.posix_acl_access` is set (the
+/// caller is not in the file's group and lacks `CAP_FSETID`).
+pub const SETXATTR_ACL_KILL_SGID: u32 = 1 << 0;
+/// `fuse_in_header.uid`/`gid` when the kernel cannot map the caller's ids through an idmapped
+/// mount (`FUSE_ALLOW_IDMAP`).
+pub const INVALID_UIDGID: u32 = u32::MAX;
 
 /// `fuse_getattr_in.getattr_flags`: `fh` is valid.
 pub const GETATTR_FH: u32 = 1 << 0;
@@ -336,6 +357,12 @@ abi_struct! {
     FsyncIn { fh: u64, fsync_flags: u32, padding: u32 }
     /// `struct fuse_setxattr_in` (without `FUSE_SETXATTR_EXT`).
     SetxattrIn { size: u32, flags: u32 }
+    /// `struct fuse_setxattr_in` with `FUSE_SETXATTR_EXT`.
+    SetxattrInExt { size: u32, flags: u32, setxattr_flags: u32, padding: u32 }
+    /// `struct fuse_ext_header`: one record of a request's extensions.
+    ExtHeader { size: u32, typ: u32 }
+    /// `struct fuse_secctx`: one security context (its name and value follow).
+    Secctx { size: u32, padding: u32 }
     /// `struct fuse_getxattr_in`.
     GetxattrIn { size: u32, padding: u32 }
     /// `struct fuse_getxattr_out`.
@@ -372,6 +399,8 @@ abi_struct! {
     StatxOut { attr_valid: u64, attr_valid_nsec: u32, flags: u32, spare: [u64; 2], stat: Statx }
     /// `struct fuse_dirent` without its name.
     Dirent { ino: u64, off: u64, namelen: u32, typ: u32 }
+    /// `struct fuse_notify_inval_inode_out`.
+    NotifyInvalInodeOut { ino: u64, off: i64, len: i64 }
     /// `struct fuse_backing_map` (`FUSE_DEV_IOC_BACKING_OPEN`).
     BackingMap { fd: i32, flags: u32, padding: u64 }
     /// `struct fuse_uring_ent_in_out`.

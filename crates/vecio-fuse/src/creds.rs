@@ -33,14 +33,24 @@ pub struct AsCaller {
 }
 
 impl AsCaller {
-    /// Switches to `uid`/`gid` and the supplementary groups of thread `pid` when the server runs
-    /// as root and the caller is someone else; otherwise does nothing (an unprivileged server
-    /// acts as itself). A caller whose groups cannot be read (it exited) acts with none.
-    pub fn new(uid: u32, gid: u32, pid: u32) -> AsCaller {
-        if !server_is_root() || (uid == 0 && gid == 0) {
+    /// Switches to `uid`/`gid` and the supplementary groups of thread `pid` (with `extra`, the
+    /// groups the kernel passed with the request: `FUSE_CREATE_SUPP_GROUP`) when the server
+    /// runs as root and the caller is someone else; otherwise does nothing (an unprivileged
+    /// server acts as itself). A caller whose groups cannot be read (it exited) acts with
+    /// `extra` alone. A caller whose ids the kernel could not map through an idmapped mount
+    /// (`FUSE_INVALID_UIDGID`; the kernel checked its permissions, `default_permissions` being
+    /// required there) is served as the server.
+    pub fn new(uid: u32, gid: u32, pid: u32, extra: &[u32]) -> AsCaller {
+        let unmapped = uid == crate::abi::INVALID_UIDGID || gid == crate::abi::INVALID_UIDGID;
+        if !server_is_root() || (uid == 0 && gid == 0) || unmapped {
             return AsCaller { switched: false };
         }
-        let groups = caller_groups(pid);
+        let mut groups = caller_groups(pid);
+        for g in extra {
+            if !groups.contains(g) {
+                groups.push(*g);
+            }
+        }
         set_groups(&groups);
         // SAFETY: setfsgid/setfsuid change only this thread's filesystem ids; they cannot
         // fail in a way that leaves memory unsafe. The group goes first: once the fsuid is no
@@ -166,7 +176,17 @@ pub fn caller_groups(pid: u32) -> Vec<u32> {
         return Vec::new();
     }
     let mut text = String::new();
-    let read = std::fs::File::open(format!("/proc/{pid}/status"))
+    let read = crate::procfs::dir()
+        .and_then(|proc| {
+            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+            Ok(rustix::fs::openat(
+                proc,
+                format!("{pid}/status"),
+                flags,
+                rustix::fs::Mode::empty(),
+            )?)
+        })
+        .map(std::fs::File::from)
         .and_then(|mut f| f.read_to_string(&mut text));
     if read.is_err() {
         return Vec::new();
@@ -196,14 +216,19 @@ pub fn server_is_root() -> bool {
 /// Gives the calling thread its own filesystem context (`unshare(CLONE_FS)`) with umask 0:
 /// modes arrive with the caller's umask already applied and must not be masked twice, and the
 /// process embedding the server keeps its own umask.
-pub fn own_umask() {
+/// Returns true when the thread has its own filesystem context.
+pub fn own_umask() -> bool {
     // SAFETY: CLONE_FS unshares only the cwd, root and umask of this thread; no descriptor
     // table is unshared, so no thread can observe descriptors it does not share.
     match unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) } {
         Ok(()) => {
             rustix::process::umask(rustix::fs::Mode::empty());
+            true
         }
-        Err(e) => tracing::warn!("unshare(CLONE_FS): {e}; new files get the process umask"),
+        Err(e) => {
+            tracing::warn!("unshare(CLONE_FS): {e}; new files get the process umask");
+            false
+        }
     }
 }
 
@@ -228,9 +253,10 @@ impl Drop for CallerUmask {
     }
 }
 
-/// Prepares a serving thread: its own umask, and none of the process's supplementary groups.
+/// Prepares a serving thread: its own umask and working directory (`/proc`, see
+/// `crate::procfs`), and none of the process's supplementary groups.
 pub fn serving_thread() {
-    own_umask();
+    crate::procfs::enter(own_umask());
     drop_own_groups();
 }
 

@@ -69,6 +69,11 @@ impl FileHandle {
         })
     }
 
+    /// True when `other` names the same inode (same type and bytes; the mount aside).
+    pub fn same_inode(&self, other: &FileHandle) -> bool {
+        self.handle_type == other.handle_type && self.bytes == other.bytes
+    }
+
     /// Opens the inode anew with `flags` (`O_PATH` here), through `mount_fd`, any descriptor
     /// on the same mount. Needs `CAP_DAC_READ_SEARCH`. `ESTALE` once the inode is gone.
     pub fn open(&self, mount_fd: BorrowedFd<'_>, flags: i32) -> OpResult<OwnedFd> {

@@ -2,7 +2,7 @@
 //! directory used to reopen an inode for I/O, and the settings every worker reads.
 
 use std::ffi::CStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Mode, OFlags};
@@ -32,6 +32,9 @@ pub struct FsConfig {
     /// `O_DIRECT` on to the backing file, so their buffers must then be aligned as natively);
     /// without it they stay with vecio, which serves any alignment.
     pub passthrough_direct: bool,
+    /// Leave access times alone (`-o noatime`): every backing file and directory the server
+    /// opens for reading gets `O_NOATIME`.
+    pub noatime: bool,
 }
 
 /// The shared state of one served source directory.
@@ -45,11 +48,17 @@ pub struct Fs {
     /// The fast-read policy for buffered files.
     pub policy: vecio::FastReadPolicy,
     source: PathBuf,
-    proc_fd: OwnedFd,
+    proc_fd: std::os::fd::BorrowedFd<'static>,
     /// A descriptor of the FUSE connection, for passthrough backing-file registration.
     pub dev: std::sync::OnceLock<std::sync::Arc<OwnedFd>>,
     /// File locks served by the backing file system.
     pub locks: crate::ops::Locks,
+    /// Notifications to the kernel.
+    pub notify: crate::notify::Notifier,
+    /// What `FUSE_INIT` agreed (set once the kernel answered).
+    pub granted: std::sync::OnceLock<crate::abi::InitFlags>,
+    /// The private clone of the source's mounts, for the sandbox to pivot into (taken once).
+    pub tree: std::sync::Mutex<Option<OwnedFd>>,
 }
 
 impl Fs {
@@ -59,33 +68,31 @@ impl Fs {
             path: source.to_path_buf(),
             source: source_err,
         };
-        let root = rustix::fs::open(
-            source,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| src_err(e.into()))?;
-        let proc_fd = rustix::fs::open(
-            "/proc/self/fd",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::Source {
-            path: "/proc/self/fd".into(),
-            source: e.into(),
+        let (root, cloned) = crate::source::open(source, cfg.noatime).map_err(src_err)?;
+        let tree = cloned
+            .then(|| rustix::io::fcntl_dupfd_cloexec(&root, 0).ok())
+            .flatten();
+        let proc_fd = crate::procfs::dir().map_err(|e| Error::Source {
+            path: "/proc".into(),
+            source: e,
         })?;
         let limit = raise_fd_limit();
-        let inodes = Inodes::new(root, cached_fds(limit))
+        // The kernel's file handles are served where a parent lookup cannot leave the source.
+        let inodes = Inodes::new(root, cached_fds(limit), cloned)
             .map_err(|e| src_err(std::io::Error::from_raw_os_error(e.0)))?;
         Ok(Fs {
             inodes,
             handles: Handles::default(),
             cfg,
             policy: vecio::FastReadPolicy::default(),
-            source: source.to_path_buf(),
+            // Absolute: a server that goes to the background leaves its directory.
+            source: std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf()),
             proc_fd,
             dev: std::sync::OnceLock::new(),
             locks: crate::ops::Locks::default(),
+            notify: Default::default(),
+            granted: Default::default(),
+            tree: std::sync::Mutex::new(tree),
         })
     }
 
@@ -99,39 +106,62 @@ impl Fs {
             | OFlags::CLOEXEC;
         let fd = inode.fd()?;
         Ok(rustix::fs::openat(
-            &self.proc_fd,
+            self.proc_fd,
             fd.proc_name(),
             flags,
             Mode::empty(),
         )?)
     }
 
+    /// Under `-o noatime`, sets `O_NOATIME` on `fd` (open for reading, by the server or a
+    /// caller), so reads through it leave the backing access time alone. Set as the server:
+    /// the flag needs the file's owner or `CAP_FOWNER`, which a caller's fsuid drops.
+    pub fn keep_atime(&self, fd: &impl AsFd) {
+        if !self.cfg.noatime {
+            return;
+        }
+        let _server = crate::creds::AsServer::new();
+        let set = rustix::fs::fcntl_getfl(fd)
+            .and_then(|fl| rustix::fs::fcntl_setfl(fd, fl | OFlags::NOATIME));
+        if let Err(e) = set {
+            tracing::debug!("O_NOATIME: {e}");
+        }
+    }
+
     /// An `O_PATH` descriptor of the inode open as `fd`.
     pub fn path_fd_of(&self, fd: &OwnedFd) -> OpResult<OwnedFd> {
-        use std::os::fd::AsRawFd;
         Ok(rustix::fs::openat(
-            &self.proc_fd,
-            fd.as_raw_fd().to_string(),
+            self.proc_fd,
+            crate::procfs::fd_name(fd.as_raw_fd()),
             OFlags::PATH | OFlags::CLOEXEC,
             Mode::empty(),
         )?)
     }
 
     /// The `/proc/self/fd` path of an inode, for calls that only take a path (xattrs), with
-    /// the descriptor it names: the path is valid while that is held.
+    /// the descriptor it names: the path is valid while that is held. A call that follows it
+    /// lands on the inode itself, a symlink included: the magic link jumps to the descriptor's
+    /// own inode and is never resolved further, so the link's target is not reached.
     pub fn proc_path(&self, inode: &Inode) -> OpResult<(InodeFd, std::ffi::CString)> {
-        if inode.kind == FileType::Symlink {
-            return Err(Errno::NOTSUP);
-        }
         let fd = inode.fd()?;
-        let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.proc_name()))
+        let path = std::ffi::CString::new(crate::procfs::fd_path(fd.as_fd().as_raw_fd()))
             .map_err(|_| Errno::INVAL)?;
         Ok((fd, path))
     }
 
     /// The `/proc/self/fd` directory.
     pub fn proc_dir(&self) -> impl AsFd + '_ {
-        self.proc_fd.as_fd()
+        self.proc_fd
+    }
+
+    /// True when `FUSE_INIT` agreed on `flag`.
+    pub fn granted(&self, flag: crate::abi::InitFlags) -> bool {
+        self.granted.get().is_some_and(|f| f.contains(flag))
+    }
+
+    /// The source directory's path (as given).
+    pub fn source(&self) -> &Path {
+        &self.source
     }
 
     /// A label for error messages about inode `st_ino`.

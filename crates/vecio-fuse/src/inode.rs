@@ -26,16 +26,17 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use crate::error::{Errno, OpResult};
 use crate::fhandle::FileHandle;
+use crate::forgotten::{Forgotten, Gone};
 
 /// A held descriptor of an inode: it stays open while held, even if the cache lets it go.
 #[derive(Clone)]
 pub struct InodeFd(Arc<OwnedFd>);
 
 impl InodeFd {
-    /// Name of this descriptor under `/proc/self/fd`, to reopen the inode for I/O. Valid
+    /// Name of this descriptor beneath `/proc` (`self/fd/N`), to reopen the inode for I/O. Valid
     /// while `self` is held.
     pub fn proc_name(&self) -> String {
-        self.0.as_raw_fd().to_string()
+        crate::procfs::fd_name(self.0.as_raw_fd())
     }
 }
 
@@ -50,7 +51,7 @@ pub struct Inode {
     /// The `O_PATH` descriptor, while cached (always, for a node without a handle).
     slot: Mutex<Option<Arc<OwnedFd>>>,
     /// The file handle that reopens it; `None`: the descriptor is kept for the node's life.
-    handle: Option<FileHandle>,
+    pub(crate) handle: Option<FileHandle>,
     /// Used since the cache last looked (CLOCK's second chance).
     referenced: AtomicBool,
     /// Open files and directories of this node: while any is open the node keeps its
@@ -179,7 +180,7 @@ impl FdCache {
         }
     }
 
-    fn mount_fd(&self, mount_id: i32) -> Option<Arc<OwnedFd>> {
+    pub(crate) fn mount_fd(&self, mount_id: i32) -> Option<Arc<OwnedFd>> {
         self.mounts
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -210,7 +211,7 @@ impl FdCache {
     }
 
     /// Counts a node that now holds a descriptor, and lets others go past the capacity.
-    fn installed(&self, node: Weak<Inode>) {
+    pub(crate) fn installed(&self, node: Weak<Inode>) {
         let mut clock = self.clock.lock().unwrap_or_else(|p| p.into_inner());
         clock.push_back(node);
         let held = self.count.fetch_add(1, Ordering::Relaxed) + 1;
@@ -245,22 +246,27 @@ impl FdCache {
     }
 }
 
-struct Entry {
-    inode: Arc<Inode>,
-    lookups: u64,
+pub(crate) struct Entry {
+    pub(crate) inode: Arc<Inode>,
+    pub(crate) lookups: u64,
 }
 
-#[derive(Default)]
-struct Table {
-    by_id: HashMap<u64, Entry>,
-    by_key: HashMap<(u64, u64), u64>,
+pub(crate) struct Table {
+    pub(crate) by_id: HashMap<u64, Entry>,
+    pub(crate) by_key: HashMap<(u64, u64), u64>,
     next_id: u64,
+    /// Nodes the kernel forgot, while file handles of the mount may still name them (see
+    /// `crate::export`).
+    pub(crate) forgotten: Forgotten,
 }
 
 /// Node id to inode, shared by every worker.
 pub struct Inodes {
-    table: Mutex<Table>,
-    cache: Arc<FdCache>,
+    pub(crate) table: Mutex<Table>,
+    pub(crate) cache: Arc<FdCache>,
+    /// Serve the kernel's file handles (`FUSE_EXPORT_SUPPORT`): forgotten nodes are kept by
+    /// handle, and `.` and `..` are looked up by node id.
+    pub(crate) export: bool,
 }
 
 /// Opens `name` in directory `dir` as an `O_PATH` descriptor, beneath `dir` only.
@@ -278,8 +284,9 @@ pub fn open_beneath(dir: BorrowedFd<'_>, name: &CStr) -> OpResult<OwnedFd> {
 
 impl Inodes {
     /// A table whose root (node 1) is `root`, an `O_PATH` descriptor of the source directory,
-    /// keeping at most `cache_fds` descriptors of other nodes open.
-    pub fn new(root: OwnedFd, cache_fds: usize) -> OpResult<Inodes> {
+    /// keeping at most `cache_fds` descriptors of other nodes open. With `export`, nodes are
+    /// kept by file handle after the kernel forgets them (only where handles are in use).
+    pub fn new(root: OwnedFd, cache_fds: usize, export: bool) -> OpResult<Inodes> {
         let st = rustix::fs::statat(&root, c"", AtFlags::EMPTY_PATH)?;
         let key = (st.st_dev, st.st_ino);
         let cache = Arc::new(FdCache::new(cache_fds, crate::creds::server_is_root()));
@@ -301,16 +308,20 @@ impl Inodes {
             backing: Default::default(),
         });
         let mut table = Table {
+            by_id: HashMap::new(),
+            by_key: HashMap::new(),
             next_id: crate::abi::ROOT_ID + 1,
-            ..Default::default()
+            forgotten: Forgotten::new(crate::forgotten::CAPACITY),
         };
         table
             .by_id
             .insert(crate::abi::ROOT_ID, Entry { inode, lookups: 1 });
         table.by_key.insert(key, crate::abi::ROOT_ID);
+        let export = export && cache.use_handles;
         Ok(Inodes {
             table: Mutex::new(table),
             cache,
+            export,
         })
     }
 
@@ -357,17 +368,7 @@ impl Inodes {
         let is_dir = FileType::from_raw_mode(st.st_mode) == FileType::Directory;
         let handle = self.handle_for(fd.as_fd(), is_dir);
         let counted = handle.is_some();
-        let inode = Arc::new_cyclic(|me| Inode {
-            slot: Mutex::new(Some(Arc::new(fd))),
-            handle,
-            referenced: AtomicBool::new(true),
-            opens: AtomicUsize::new(0),
-            cache: self.cache.clone(),
-            me: me.clone(),
-            key,
-            kind: FileType::from_raw_mode(st.st_mode),
-            backing: Default::default(),
-        });
+        let inode = self.node(fd, handle, key, FileType::from_raw_mode(st.st_mode));
         let id = {
             let mut t = self.lock();
             if let Some(&id) = t.by_key.get(&key) {
@@ -379,8 +380,15 @@ impl Inodes {
                     return Ok((id, st));
                 }
             }
-            let id = t.next_id;
-            t.next_id += 1;
+            // An inode the kernel forgot gets its old id back: a file handle may name it.
+            let old = match &inode.handle {
+                Some(h) if self.export => t.forgotten.id_for(key, h),
+                _ => None,
+            };
+            let id = old.unwrap_or_else(|| {
+                t.next_id += 1;
+                t.next_id - 1
+            });
             t.by_id.insert(
                 id,
                 Entry {
@@ -395,6 +403,28 @@ impl Inodes {
             self.cache.installed(Arc::downgrade(&inode));
         }
         Ok((id, st))
+    }
+
+    /// A node holding `fd` (counted in the descriptor cache by the caller when it has a
+    /// handle).
+    pub(crate) fn node(
+        &self,
+        fd: OwnedFd,
+        handle: Option<FileHandle>,
+        key: (u64, u64),
+        kind: FileType,
+    ) -> Arc<Inode> {
+        Arc::new_cyclic(|me| Inode {
+            slot: Mutex::new(Some(Arc::new(fd))),
+            handle,
+            referenced: AtomicBool::new(true),
+            opens: AtomicUsize::new(0),
+            cache: self.cache.clone(),
+            me: me.clone(),
+            key,
+            kind,
+            backing: Default::default(),
+        })
     }
 
     /// The file handle of the inode `fd` names, when handles are in use and the file system
@@ -430,9 +460,15 @@ impl Inodes {
             None => None,
         };
         if let Some(key) = gone {
-            t.by_id.remove(&id);
+            let entry = t.by_id.remove(&id);
             if t.by_key.get(&key) == Some(&id) {
                 t.by_key.remove(&key);
+            }
+            if let Some(handle) = entry.as_ref().and_then(|e| e.inode.handle.clone()) {
+                if self.export {
+                    let kind = entry.as_ref().map_or(FileType::Unknown, |e| e.inode.kind);
+                    t.forgotten.remember(id, Gone { handle, key, kind });
+                }
             }
         }
     }

@@ -60,12 +60,13 @@ pub fn read(
     Ok(done + n)
 }
 
-/// Serves a `WRITE` of `payload` described by `arg`. Under `FUSE_HANDLE_KILLPRIV_V2` the
+/// Serves a `WRITE` of `payload` to node `node`, described by `arg`. Under `FUSE_HANDLE_KILLPRIV_V2` the
 /// kernel marks a write by a caller without `CAP_FSETID` with `FUSE_WRITE_KILL_SUIDGID`; the
 /// server, which writes as root and would keep the bits, clears them as the kernel does.
 /// The payload is a registered buffer when it lies in `region`.
 pub fn write(
     fs: &Fs,
+    node: u64,
     engine: &mut dyn Engine,
     region: Option<&Region>,
     arg: WriteIn,
@@ -74,7 +75,7 @@ pub fn write(
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     if WriteFlags::from_bits_retain(arg.write_flags).contains(WriteFlags::KILL_SUIDGID) {
-        crate::ops::kill_suid_sgid(file.as_fd())?;
+        crate::ops::kill_suid_sgid(fs, node, file.as_fd())?;
     }
     if payload.is_empty() {
         return Ok(WriteOut::default());

@@ -27,8 +27,13 @@ pub struct MountOptions {
     pub flags: MountFlags,
     /// The name shown as the mount's source (`fsname=`); default: the source directory.
     pub fsname: Option<String>,
-    /// The type shown after `fuse.` (`subtype=`); default: `vecio`.
+    /// The type shown after `fuse.` (`subtype=`); default: `vecio`. Empty (`subtype=`): the
+    /// mount's type is plain `fuse`, as a libfuse server's without a subtype (what test suites
+    /// such as xfstests check for).
     pub subtype: String,
+    /// Seconds a request may wait for the server before the kernel aborts the connection
+    /// (`timeout_s=`, `FUSE_REQUEST_TIMEOUT`; a server option, as in libfuse).
+    pub request_timeout: Option<u16>,
 }
 
 impl Default for MountOptions {
@@ -42,6 +47,7 @@ impl Default for MountOptions {
             flags: MountFlags::NOSUID | MountFlags::NODEV,
             fsname: None,
             subtype: "vecio".to_string(),
+            request_timeout: None,
         }
     }
 }
@@ -72,12 +78,24 @@ impl MountOptions {
                 ("atime", None) => self.flags.remove(MountFlags::NOATIME),
                 ("noatime", None) => self.flags.insert(MountFlags::NOATIME),
                 ("relatime", None) => self.flags.insert(MountFlags::RELATIME),
+                ("norelatime", None) => self.flags.remove(MountFlags::RELATIME),
+                ("strictatime", None) => self.flags.insert(MountFlags::STRICTATIME),
+                ("nostrictatime", None) => self.flags.remove(MountFlags::STRICTATIME),
+                ("diratime", None) => self.flags.remove(MountFlags::NODIRATIME),
+                ("nodiratime", None) => self.flags.insert(MountFlags::NODIRATIME),
+                ("lazytime", None) => self.flags.insert(MountFlags::LAZYTIME),
+                ("nolazytime", None) => self.flags.remove(MountFlags::LAZYTIME),
+                ("sync", None) => self.flags.insert(MountFlags::SYNCHRONOUS),
+                ("async", None) => self.flags.remove(MountFlags::SYNCHRONOUS),
                 ("dirsync", None) => self.flags.insert(MountFlags::DIRSYNC),
                 ("fsname", Some(v)) if !v.is_empty() && !v.contains(',') => {
                     self.fsname = Some(v.to_string())
                 }
-                ("subtype", Some(v)) if !v.is_empty() && !v.contains(',') => {
+                ("subtype", Some(v)) if !v.contains(',') && !v.contains('/') => {
                     self.subtype = v.to_string()
+                }
+                ("timeout_s", Some(v)) if v.parse::<u16>().is_ok_and(|s| s > 0) => {
+                    self.request_timeout = v.parse().ok()
                 }
                 _ => {
                     return Err(Error::Option(format!(
@@ -109,8 +127,19 @@ impl MountOptions {
             o.push("default_permissions".into());
         }
         o.push(format!("fsname={fsname}"));
-        o.push(format!("subtype={}", self.subtype));
+        if !self.subtype.is_empty() {
+            o.push(format!("subtype={}", self.subtype));
+        }
         o.join(",")
+    }
+
+    /// The mount's type: `fuse.SUBTYPE`, or `fuse` with an empty subtype.
+    pub fn fstype(&self) -> String {
+        if self.subtype.is_empty() {
+            "fuse".to_string()
+        } else {
+            format!("fuse.{}", self.subtype)
+        }
     }
 
     fn data(&self, fd: i32) -> String {
@@ -187,7 +216,7 @@ impl Mount {
             return Ok((Channel::from_fd(fd), mount));
         }
         let channel = Channel::open()?;
-        let fstype = format!("fuse.{}", opts.subtype);
+        let fstype = opts.fstype();
         let mut flags = opts.flags;
         if opts.read_only {
             flags |= MountFlags::RDONLY;
@@ -268,5 +297,15 @@ mod tests {
         assert!(o.parse_into("allow_otter").is_err());
         assert!(o.parse_into("fsname=").is_err());
         assert!(o.parse_into("ro=1").is_err());
+        assert!(o.parse_into("subtype=a/b").is_err());
+    }
+
+    #[test]
+    fn an_empty_subtype_mounts_plain_fuse() {
+        let mut o = MountOptions::default();
+        assert_eq!(o.fstype(), "fuse.vecio");
+        o.parse_into("subtype=").unwrap();
+        assert_eq!(o.fstype(), "fuse");
+        assert!(!o.fusermount_options("src").contains("subtype"));
     }
 }

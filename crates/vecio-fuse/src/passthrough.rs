@@ -79,6 +79,10 @@ pub fn acquire(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File) -> Option<Backin
                 let _root = AsServer::new();
                 fs.reopen(inode, OFlags::RDWR).ok()
             };
+            if let Some(rw) = &rw {
+                // The kernel reads this file itself: under -o noatime it must not touch atime.
+                fs.keep_atime(rw);
+            }
             let raw = rw.as_ref().map_or(file.as_raw_fd(), |f| f.as_raw_fd());
             let id = open(&dev, raw)?;
             crate::held::BACKINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

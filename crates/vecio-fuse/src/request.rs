@@ -11,8 +11,10 @@ use crate::error::{Errno, OpResult};
 pub struct Request<'a> {
     /// `fuse_in_header`.
     pub header: InHeader,
-    /// The opcode's arguments (the header's `len` minus the header).
+    /// The opcode's arguments (the header's `len` minus the header and the extensions).
     pub body: Body<'a>,
+    /// The extensions after the arguments (`total_extlen` 8-byte units; see `crate::ext`).
+    pub ext: &'a [u8],
 }
 
 impl<'a> Request<'a> {
@@ -35,6 +37,7 @@ impl<'a> Request<'a> {
             body: Body {
                 bytes: &bytes[start..end],
             },
+            ext: &bytes[end..len],
         })
     }
 }
@@ -48,6 +51,17 @@ impl<'a> Body<'a> {
     /// A cursor over `bytes` (arguments a transport keeps apart from the header).
     pub fn over(bytes: &'a [u8]) -> Self {
         Body { bytes }
+    }
+
+    /// Splits the last `total_extlen` 8-byte units off `bytes` (arguments that still hold
+    /// their extensions): the arguments and the extensions (`EINVAL` when too short).
+    pub fn split_ext(bytes: &'a [u8], total_extlen: u16) -> OpResult<(Body<'a>, &'a [u8])> {
+        let at = bytes
+            .len()
+            .checked_sub(total_extlen as usize * 8)
+            .ok_or(Errno::INVAL)?;
+        let (args, ext) = bytes.split_at(at);
+        Ok((Body { bytes: args }, ext))
     }
 
     /// Takes the next fixed-size argument struct (`EINVAL` when the request is short).

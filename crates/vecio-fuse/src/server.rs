@@ -29,6 +29,10 @@ pub struct Config {
     /// Ask for FUSE over io_uring (the fuse module's `enable_uring` must be on); requests then
     /// arrive through one ring per CPU instead of `/dev/fuse` reads.
     pub uring: bool,
+    /// How the serving threads are confined (`crate::sandbox`).
+    pub sandbox: crate::sandbox::Sandbox,
+    /// What a system call off the serving threads' allow-list gets (`crate::seccomp`).
+    pub seccomp: crate::seccomp::Seccomp,
 }
 
 impl Default for Config {
@@ -40,6 +44,8 @@ impl Default for Config {
             max_pages: session::max_pages_limit(),
             engine: EngineKind::Uring,
             uring: false,
+            sandbox: Default::default(),
+            seccomp: Default::default(),
         }
     }
 }
@@ -85,6 +91,7 @@ impl Server {
         cfg.mount.read_only |= cfg.fs.read_only;
         cfg.fs.direct_io |= cfg.mount.direct_io;
         cfg.fs.writeback_cache |= cfg.mount.writeback_cache;
+        cfg.fs.noatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::NOATIME);
         let fs = Fs::new(source, cfg.fs.clone())?;
         let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {
@@ -109,35 +116,76 @@ impl Server {
         crate::HeldCounter(self.fs.clone())
     }
 
-    /// Serves until the file system is unmounted; then returns what was agreed and counted.
-    pub fn run(self) -> Result<Summary> {
+    /// Answers `FUSE_INIT` and keeps a descriptor of the connection (passthrough registration,
+    /// notifications and the io_uring commands name the connection through it).
+    fn negotiate(&self) -> Result<(Negotiated, Arc<std::os::fd::OwnedFd>)> {
         let wants = InitWants {
             max_pages: self.cfg.max_pages,
             passthrough: self.cfg.fs.passthrough,
             uring: self.cfg.uring,
             posix_acl: self.cfg.mount.default_permissions,
             writeback_cache: self.cfg.fs.writeback_cache,
+            export: self.fs.inodes.exports(),
+            request_timeout: self.cfg.mount.request_timeout,
+            idmap: self.cfg.mount.default_permissions,
         };
         let mut buf = vec![0u8; crate::abi::MIN_READ_BUFFER * 2];
         let negotiated = session::negotiate(&self.chan, &mut buf, wants)?;
-        // A descriptor of the connection kept by the server itself: passthrough registration
-        // and the io_uring commands name the connection through it.
-        let dev = Arc::new(rustix::io::fcntl_dupfd_cloexec(&self.chan, 0).map_err(|e| {
-            Error::Device {
+        let dup = |fd: &dyn std::os::fd::AsFd| {
+            rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| Error::Device {
                 what: "dup",
                 source: e.into(),
-            }
-        })?);
+            })
+        };
+        let dev = Arc::new(dup(&self.chan)?);
+        self.fs.notify.connect(dev.clone());
+        let _ = self.fs.granted.set(negotiated.flags);
         if negotiated.has(crate::abi::InitFlags::PASSTHROUGH) {
-            if let Ok(d) = rustix::io::fcntl_dupfd_cloexec(&*dev, 0) {
+            if let Ok(d) = dup(&*dev) {
                 let _ = self.fs.dev.set(Arc::new(d));
             }
         }
+        Ok((negotiated, dev))
+    }
+
+    /// Enters the sandbox on this thread and installs its system-call filter (the workers
+    /// started after inherit both); `--sandbox none` does neither.
+    fn confine(&self) -> Result<()> {
+        if self.cfg.sandbox != crate::sandbox::Sandbox::Namespace {
+            return Ok(());
+        }
+        self.enter_sandbox()?;
+        crate::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
+            what: "installing the system-call filter",
+            source: e,
+        })
+    }
+
+    fn enter_sandbox(&self) -> Result<()> {
+        let tree = self
+            .fs
+            .tree
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        crate::sandbox::enter(tree, self.fs.source()).map_err(|e| Error::Device {
+            what: "entering the sandbox",
+            source: e,
+        })?;
+        Ok(())
+    }
+
+    /// Serves until the file system is unmounted; then returns what was agreed and counted.
+    pub fn run(self) -> Result<Summary> {
+        let (negotiated, dev) = self.negotiate()?;
         let stats = Arc::new(WorkerStats::default());
         let mut chans = Vec::with_capacity(self.cfg.threads);
         for _ in 1..self.cfg.threads {
             chans.push(self.chan.clone_channel()?);
         }
+        // Counted, and /dev/fuse opened for each worker, before the sandbox hides /sys and /dev.
+        let queues = crate::uring::queue_count();
+        self.confine()?;
         let Server {
             chan,
             fs,
@@ -165,7 +213,7 @@ impl Server {
         }
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let rings = if negotiated.has(crate::abi::InitFlags::OVER_IO_URING) {
-            start_rings(&dev, &fs, cfg.engine, &negotiated, &stats, &stop)?
+            start_rings(&dev, &fs, cfg.engine, &negotiated, &stats, &stop, queues)?
         } else {
             if cfg.uring {
                 tracing::warn!(
@@ -226,10 +274,11 @@ fn start_rings(
     negotiated: &Negotiated,
     stats: &Arc<WorkerStats>,
     stop: &Arc<std::sync::atomic::AtomicBool>,
+    queues: usize,
 ) -> Result<Vec<std::thread::JoinHandle<Result<()>>>> {
     let payload = (negotiated.max_write as usize).max(crate::abi::MIN_READ_BUFFER);
     let mut threads = Vec::new();
-    for qid in 0..crate::uring::queue_count() {
+    for qid in 0..queues {
         let (dev, fs, stats, stop) = (dev.clone(), fs.clone(), stats.clone(), stop.clone());
         let engine = build_engine(engine)?;
         // The queue (raw iovec pointers into its own buffers) is built on its thread.

@@ -21,6 +21,14 @@ pub struct InitWants {
     pub posix_acl: bool,
     /// Ask for `FUSE_WRITEBACK_CACHE` (`-o writeback_cache`).
     pub writeback_cache: bool,
+    /// Serve the kernel's file handles (`FUSE_EXPORT_SUPPORT`); otherwise refuse them cleanly
+    /// (`FUSE_NO_EXPORT_SUPPORT`, where the kernel offers it).
+    pub export: bool,
+    /// Let the kernel abort the connection when a request waits this many seconds
+    /// (`FUSE_REQUEST_TIMEOUT`, `-o timeout_s=`).
+    pub request_timeout: Option<u16>,
+    /// Allow idmapped mounts (`FUSE_ALLOW_IDMAP`; the kernel requires `default_permissions`).
+    pub idmap: bool,
 }
 
 /// What was agreed.
@@ -34,6 +42,9 @@ pub struct Negotiated {
     pub max_pages: u16,
     /// Largest `WRITE` payload (and `READ` size).
     pub max_write: u32,
+    /// Seconds after which the kernel aborts the connection on a request left unanswered
+    /// (`FUSE_REQUEST_TIMEOUT`; 0: none).
+    pub request_timeout: u16,
 }
 
 impl Negotiated {
@@ -88,41 +99,7 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
                 init.major, init.minor
             )));
         }
-        let mut kernel = f::from_bits_retain(init.flags as u64);
-        if kernel.contains(f::INIT_EXT) {
-            kernel |= f::from_bits_retain((init.flags2 as u64) << 32);
-        }
-        let mut want = f::ASYNC_READ
-            | f::BIG_WRITES
-            | f::DO_READDIRPLUS
-            | f::READDIRPLUS_AUTO
-            | f::ASYNC_DIO
-            | f::PARALLEL_DIROPS
-            | f::MAX_PAGES
-            | f::ABORT_ERROR
-            | f::DIRECT_IO_ALLOW_MMAP
-            | f::HANDLE_KILLPRIV_V2
-            | f::DONT_MASK
-            | f::INIT_EXT;
-        // Locks served by the backing file system need replies sent after the request
-        // returned (a waiting SETLKW), which only /dev/fuse workers can send; over io_uring
-        // the kernel keeps the locks itself (still exact among users of this mount).
-        if !wants.uring {
-            want |= f::POSIX_LOCKS | f::FLOCK_LOCKS;
-        }
-        if wants.posix_acl {
-            want |= f::POSIX_ACL;
-        }
-        if wants.writeback_cache {
-            want |= f::WRITEBACK_CACHE;
-        }
-        if wants.passthrough {
-            want |= f::PASSTHROUGH;
-        }
-        if wants.uring {
-            want |= f::OVER_IO_URING;
-        }
-        let flags = want & kernel;
+        let flags = agree(crate::wire::offered(&init), &wants);
         let max_pages = wants.max_pages.clamp(1, max_pages_limit());
         let max_write = max_pages as u32 * vecio::PAGE_SIZE as u32;
         let out = InitOut {
@@ -137,6 +114,10 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
             time_gran: 1,
             max_pages,
             max_stack_depth: if flags.contains(f::PASSTHROUGH) { 1 } else { 0 },
+            request_timeout: match wants.request_timeout {
+                Some(secs) if flags.contains(f::REQUEST_TIMEOUT) => secs,
+                _ => 0,
+            },
             ..Default::default()
         };
         reply(chan, req.header.unique, &out)?;
@@ -145,8 +126,63 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
             flags,
             max_pages,
             max_write,
+            request_timeout: out.request_timeout,
         });
     }
+}
+
+/// The `FUSE_INIT` flags vecio takes from what the kernel offers (`kernel`): each feature only
+/// when offered.
+pub(crate) fn agree(kernel: f, wants: &InitWants) -> f {
+    let mut want = f::ASYNC_READ
+        | f::BIG_WRITES
+        | f::DO_READDIRPLUS
+        | f::READDIRPLUS_AUTO
+        | f::ASYNC_DIO
+        | f::PARALLEL_DIROPS
+        | f::MAX_PAGES
+        | f::ABORT_ERROR
+        | f::DIRECT_IO_ALLOW_MMAP
+        | f::DONT_MASK
+        | f::INIT_EXT
+        | f::SETXATTR_EXT
+        | f::SECURITY_CTX
+        | f::CREATE_SUPP_GROUP;
+    // Locks served by the backing file system need replies sent after the request
+    // returned (a waiting SETLKW), which only /dev/fuse workers can send; over io_uring
+    // the kernel keeps the locks itself (still exact among users of this mount).
+    if !wants.uring {
+        want |= f::POSIX_LOCKS | f::FLOCK_LOCKS;
+    }
+    if wants.posix_acl {
+        want |= f::POSIX_ACL;
+    }
+    if wants.writeback_cache {
+        want |= f::WRITEBACK_CACHE;
+    }
+    want |= if wants.export {
+        f::EXPORT_SUPPORT
+    } else {
+        f::NO_EXPORT_SUPPORT
+    };
+    if wants.request_timeout.is_some() {
+        want |= f::REQUEST_TIMEOUT;
+    }
+    if wants.idmap {
+        want |= f::ALLOW_IDMAP;
+    }
+    // Kill-priv v2 leaves clearing setuid/setgid on a write to the server, which a
+    // passthrough write never reaches (the kernel writes the backing file as the server, who
+    // keeps the bits): with passthrough the kernel clears them itself, through SETATTR.
+    if wants.passthrough {
+        want |= f::PASSTHROUGH;
+    } else {
+        want |= f::HANDLE_KILLPRIV_V2;
+    }
+    if wants.uring {
+        want |= f::OVER_IO_URING;
+    }
+    want & kernel
 }
 
 fn reply(chan: &Channel, unique: u64, out: &InitOut) -> Result<()> {
@@ -155,4 +191,62 @@ fn reply(chan: &Channel, unique: u64, out: &InitOut) -> Result<()> {
             what: "INIT reply",
             source: e,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wants() -> InitWants {
+        InitWants {
+            max_pages: 256,
+            passthrough: false,
+            uring: false,
+            posix_acl: true,
+            writeback_cache: false,
+            export: true,
+            request_timeout: Some(30),
+            idmap: true,
+        }
+    }
+
+    #[test]
+    fn features_are_taken_only_when_offered() {
+        let newer = f::SECURITY_CTX
+            | f::CREATE_SUPP_GROUP
+            | f::SETXATTR_EXT
+            | f::ALLOW_IDMAP
+            | f::REQUEST_TIMEOUT
+            | f::EXPORT_SUPPORT
+            | f::NO_EXPORT_SUPPORT;
+        let old_kernel = f::ASYNC_READ | f::POSIX_LOCKS | f::INIT_EXT;
+        assert!(!agree(old_kernel, &wants()).intersects(newer));
+        let new_kernel = old_kernel | newer;
+        let got = agree(new_kernel, &wants());
+        assert!(got.contains(newer - f::NO_EXPORT_SUPPORT));
+        assert!(
+            !got.contains(f::NO_EXPORT_SUPPORT),
+            "both export flags at once"
+        );
+        let plain = InitWants {
+            export: false,
+            request_timeout: None,
+            idmap: false,
+            ..wants()
+        };
+        let got = agree(new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH, &plain);
+        assert!(got.contains(f::HANDLE_KILLPRIV_V2) && !got.contains(f::PASSTHROUGH));
+        let through = InitWants {
+            passthrough: true,
+            ..wants()
+        };
+        let got = agree(new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH, &through);
+        assert!(
+            got.contains(f::PASSTHROUGH) && !got.contains(f::HANDLE_KILLPRIV_V2),
+            "kill-priv v2 with passthrough keeps setuid on a passthrough write"
+        );
+        let got = agree(new_kernel, &plain);
+        assert!(got.contains(f::NO_EXPORT_SUPPORT));
+        assert!(!got.intersects(f::EXPORT_SUPPORT | f::REQUEST_TIMEOUT | f::ALLOW_IDMAP));
+    }
 }

@@ -234,6 +234,7 @@ impl RingQueue {
                 Incoming {
                     header: h,
                     body: Body::over(op_in),
+                    ext: &[],
                     payload: None,
                 },
                 &mut ent.payload,
@@ -243,6 +244,7 @@ impl RingQueue {
                 Incoming {
                     header: h,
                     body: Body::over(op_in),
+                    ext: &[],
                     payload: Some(&ent.payload[..payload_sz]),
                 },
                 &mut [],
@@ -257,12 +259,19 @@ impl RingQueue {
                 scratch.clear();
                 scratch.extend_from_slice(&op_in[..op_len]);
                 scratch.extend_from_slice(&ent.payload[..payload_sz]);
-                let incoming = Incoming {
-                    header: h,
-                    body: Body::over(scratch),
-                    payload: None,
-                };
-                ops::dispatch(&mut ctx, incoming, &mut ent.payload)
+                // The extensions (total_extlen) end the payload.
+                match Body::split_ext(scratch, h.total_extlen) {
+                    Ok((body, ext)) => {
+                        let incoming = Incoming {
+                            header: h,
+                            body,
+                            ext,
+                            payload: None,
+                        };
+                        ops::dispatch(&mut ctx, incoming, &mut ent.payload)
+                    }
+                    Err(e) => Err(e),
+                }
             }
         };
         let result: OpResult<usize> = result.and_then(|answer| match answer {

@@ -167,6 +167,7 @@ impl Worker {
         let incoming = Incoming {
             header: h,
             body: req.body,
+            ext: req.ext,
             payload: None,
         };
         let sent = match ops::dispatch(&mut ctx, incoming, reply) {

@@ -95,3 +95,72 @@ fn writeback_cache_keeps_write_only_partial_writes_exact() {
     drop(a);
     assert!(fs::read(fx.m("f")).unwrap().ends_with(b"END+appended"));
 }
+
+/// `l*xattr` on a symlink acts on the link itself, as on ext4: `trusted.*` is set, read,
+/// listed and removed on the link and never on its target; `user.*` is refused by the kernel
+/// (`EPERM`, for files and directories only). Before, every call failed with `EOPNOTSUPP`.
+#[test]
+fn xattrs_of_a_symlink_are_its_own() {
+    use common::{cpath, errno};
+    let Some(fx) = common::mount("symlink-xattr", common::config()) else {
+        return;
+    };
+    fs::write(fx.m("target"), "t").unwrap();
+    std::os::unix::fs::symlink("target", fx.m("link")).unwrap();
+    let link = cpath(&fx.m("link"));
+    let set = |name: &std::ffi::CStr, value: &[u8]| {
+        // SAFETY: valid C strings and a value buffer of the given length.
+        let r = unsafe {
+            libc::lsetxattr(
+                link.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    };
+    set(c"trusted.vecio", b"on the link").expect("lsetxattr trusted.* on a symlink");
+    assert_eq!(set(c"user.vecio", b"x"), Err(libc::EPERM));
+    let mut buf = [0u8; 64];
+    // SAFETY: valid C strings and a buffer of the given length.
+    let n = unsafe {
+        libc::lgetxattr(
+            link.as_ptr(),
+            c"trusted.vecio".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    assert_eq!(
+        &buf[..n.max(0) as usize],
+        b"on the link",
+        "errno {}",
+        errno()
+    );
+    let list = |p: &std::path::Path| {
+        let out = sh(&format!(
+            "getfattr -h -m - --absolute-names '{}'",
+            p.display()
+        ));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(list(&fx.m("link")).contains("trusted.vecio"));
+    assert!(
+        list(&fx.s("link")).contains("trusted.vecio"),
+        "on the backing link"
+    );
+    assert!(
+        !list(&fx.s("target")).contains("trusted.vecio"),
+        "not on the target"
+    );
+    // SAFETY: valid C strings.
+    let r = unsafe { libc::lremovexattr(link.as_ptr(), c"trusted.vecio".as_ptr()) };
+    assert_eq!(r, 0, "lremovexattr: errno {}", errno());
+    assert!(!list(&fx.s("link")).contains("trusted.vecio"));
+}

@@ -150,7 +150,18 @@ fn the_servers_own_groups_are_never_lent() {
 /// succeeds instead of failing with `EPERM`).
 #[test]
 fn writes_by_another_user_clear_setuid_and_setgid() {
-    for (name, cfg) in configs() {
+    // With passthrough the kernel writes to the backing file itself, as the server: no WRITE
+    // reaches the server to mark, so the kernel must clear the bits through SETATTR instead.
+    let mut passthrough = common::config();
+    passthrough
+        .mount
+        .parse_into("allow_other,default_permissions")
+        .unwrap();
+    passthrough.fs.passthrough = true;
+    let mut all = configs();
+    all.push(("passthrough", passthrough));
+    for (name, mut cfg) in all {
+        cfg.fs.timeouts.attr = std::time::Duration::from_secs(60);
         let Some(fx) = common::mount(&format!("killpriv-{name}"), cfg) else {
             return;
         };
@@ -171,6 +182,15 @@ fn writes_by_another_user_clear_setuid_and_setgid() {
                 fs::metadata(fx.s(file)).unwrap().mode() & 0o7777,
                 after,
                 "{file} after a write by nobody ({name})"
+            );
+            // The mount shows it at once, though the kernel may cache attributes for a minute:
+            // the server tells it the attributes changed (FUSE_NOTIFY_INVAL_INODE). `stat -c
+            // %a` asks for the mode alone (statx), which the write itself does not invalidate.
+            let shown = common::sh(&format!("stat -c %a '{}'", p(&fx, file)));
+            assert_eq!(
+                String::from_utf8_lossy(&shown.stdout).trim(),
+                format!("{after:o}"),
+                "{file} through the mount after a write by nobody ({name})"
             );
         }
         fs::write(fx.m("cut"), "0123456789").unwrap();

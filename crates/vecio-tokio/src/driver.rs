@@ -182,6 +182,14 @@ impl Driver {
     }
 }
 
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("engine", &self.inner.lock().queue.engine_mut().name())
+            .finish()
+    }
+}
+
 /// Two handles are equal when they are clones of one driver (one queue, one thread).
 impl PartialEq for Driver {
     fn eq(&self, other: &Driver) -> bool {

@@ -37,6 +37,7 @@
 
 mod driver;
 mod file;
+pub mod fs;
 
 pub use driver::Driver;
 pub use file::{File, IoBuf};

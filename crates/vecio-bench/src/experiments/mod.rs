@@ -1,21 +1,19 @@
-//! The experiments, one folder per source document (`/work/shared/seeds/README.md`), each named
-//! as its `vecio bench` subcommand and its field of `results.json`: the run (`mod.rs` and its
-//! helpers), its text tables and targets, and its section of the report (`section.rs`).
+//! The experiments, one folder per source document (the five posts under `seeds/`, described
+//! in that folder's README), each an [`crate::experiment::Experiment`] named as its
+//! `vecio bench` subcommand and its field of `results.json`. A folder holds the run (`mod.rs`
+//! and its helpers) and what its report shows (`view.rs`: the seed's entry, the section, the
+//! targets, the summary rows, the figures `compare` reads).
 //!
 //! | folder | subcommand, JSON field | source document |
 //! |---|---|---|
 //! | [`writev`] | `writev` | 000, readv/writev rework |
 //! | [`loopdev`] | `loop` (`loop` is a Rust keyword) | 001, loop direct I/O + AIO |
 //! | [`nowait`] | `nowait` | 002, preadv2 and RWF_NOWAIT |
+//! | [`tokio_reads`] | `tokio` | 002's experiment in today's Rust: tokio::fs against vecio-tokio |
 //! | [`callcost`] | `callcost` | 003, the cost of read_iter |
 //! | [`fuse`] | `fuse` | 004, FUSE scatter-gather direct I/O |
-//! | [`tokio_reads`] | `tokio` | 002's experiment in today's Rust: tokio::fs against vecio-tokio |
 //!
-//! Adding an experiment: a folder here, a line below, a step in [`all`], a field in
-//! [`results::AllResults`] and its section in [`crate::report::sections`].
-
-pub mod all;
-pub mod results;
+//! Adding an experiment: a folder here, a line below, and its line in [`crate::registry`].
 
 pub mod callcost;
 pub mod fuse;

@@ -162,40 +162,14 @@ fn remove_path(p: &Path) {
 
 /// Mount points at or under `dir`, deepest first, from `/proc/self/mountinfo`.
 pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = info
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .map(|m| PathBuf::from(unescape_mountinfo(m)))
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut found: Vec<PathBuf> = vecio_host::system::parse_mountinfo(&info)
+        .into_iter()
+        .map(|m| m.mount_point)
         .filter(|m| m.starts_with(dir))
         .collect();
     found.sort_by_key(|m| std::cmp::Reverse(m.components().count()));
     found
-}
-
-/// Undoes mountinfo's octal escapes (`\040` for a space, `\011`, `\012`, `\134`).
-pub fn unescape_mountinfo(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Lazily unmounts every mount at or under `dir` (`umount2(MNT_DETACH)`).
@@ -330,29 +304,6 @@ mod tests {
         // A user's own directory that merely looks alike is never vecio's.
         assert_eq!(stale_owner("vecio-backup-2024-final"), None);
         assert_eq!(stale_owner("vecio-notes-12-abcdef"), None);
-    }
-
-    #[test]
-    fn unescapes_mountinfo() {
-        assert_eq!(unescape_mountinfo("/a\\040b\\134c"), "/a b\\c");
-        assert_eq!(unescape_mountinfo("/plain\\9"), "/plain\\9");
-    }
-
-    #[test]
-    fn sweeps_dead_runs_only() -> Result<()> {
-        let parent = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
-        // Pid 2^22 + 1 is above the kernel's largest pid_max: no process has it.
-        let dead = parent.path().join("vecio-scratch-4194305-abcdef");
-        std::fs::create_dir(&dead)?;
-        std::fs::write(dead.join("scratch.dat"), b"x")?;
-        let mine = ScratchDir::new_in("scratch", parent.path())?;
-        assert!(!dead.exists(), "a dead run's directory is removed");
-        assert!(mine.path().exists());
-        let path = mine.path().to_path_buf();
-        assert_eq!(sweep_stale(parent.path()), Vec::<PathBuf>::new());
-        drop(mine);
-        assert!(!path.exists());
-        Ok(())
     }
 
     #[test]

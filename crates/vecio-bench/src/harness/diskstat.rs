@@ -4,9 +4,8 @@
 //! requests in flight). Other I/O to the same device counts too.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use crate::harness::system;
+use vecio_host::system;
 
 /// Reads the stat file of the device holding a path.
 #[derive(Debug, Clone)]
@@ -18,7 +17,6 @@ pub struct DiskProbe {
 #[derive(Debug, Clone, Copy)]
 pub struct DiskStat {
     time_in_queue_ms: u64,
-    at: Instant,
 }
 
 impl DiskProbe {
@@ -37,7 +35,6 @@ impl DiskProbe {
         let text = std::fs::read_to_string(&self.stat).ok()?;
         Some(DiskStat {
             time_in_queue_ms: parse_time_in_queue(&text)?,
-            at: Instant::now(),
         })
     }
 }
@@ -48,15 +45,6 @@ impl DiskStat {
     pub fn queue_ms_since(&self, earlier: &DiskStat) -> u64 {
         self.time_in_queue_ms
             .saturating_sub(earlier.time_in_queue_ms)
-    }
-
-    /// Mean requests in flight at the device between `earlier` and `self`.
-    pub fn queue_depth_since(&self, earlier: &DiskStat) -> f64 {
-        let wall_ms = self.at.duration_since(earlier.at).as_secs_f64() * 1000.0;
-        if wall_ms <= 0.0 {
-            return 0.0;
-        }
-        self.queue_ms_since(earlier) as f64 / wall_ms
     }
 }
 
@@ -74,17 +62,5 @@ mod tests {
         let line = "  1234 5 67890 111 222 3 4444 555 2 666 777 0 0 0 0 9 10\n";
         assert_eq!(parse_time_in_queue(line), Some(777));
         assert_eq!(parse_time_in_queue("1 2 3"), None);
-    }
-
-    #[test]
-    fn probes_the_current_directory() {
-        match DiskProbe::for_path(Path::new(".")) {
-            Some(p) => {
-                let a = p.read().expect("stat readable");
-                let b = p.read().expect("stat readable");
-                assert!(b.queue_depth_since(&a) >= 0.0);
-            }
-            None => println!("skipped: no block device behind the current directory"),
-        }
     }
 }

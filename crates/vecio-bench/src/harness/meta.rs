@@ -5,7 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{fio, scratch, system};
+use crate::harness::fio;
+use vecio_host::{fs::fs_name, system};
 
 /// The set-up of one experiment run, recorded beside its figures.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -31,7 +32,7 @@ pub struct RunMeta {
 impl RunMeta {
     /// Collects the facts for a run on `path`.
     pub fn collect(path: &Path) -> RunMeta {
-        let fs = scratch::fs_name(path).unwrap_or_else(|_| "unknown".into());
+        let fs = fs_name(path).unwrap_or_else(|_| "unknown".into());
         let device = match system::block_device(path) {
             Ok(Some(d)) => format!(
                 "{} (scheduler {}, nr_requests {}, logical block {}, rotational {})",

@@ -52,8 +52,7 @@ impl Phase {
         Phase { bar, ticker }
     }
 
-    /// A bar counting bytes towards `total`; advance it with [`Phase::set_position`] or
-    /// [`Phase::inc`].
+    /// A bar counting bytes towards `total`; advance it with [`Phase::set_position`].
     pub fn bytes(label: &str, total: u64) -> Phase {
         let bar = new_bar(
             total,
@@ -66,21 +65,6 @@ impl Phase {
     /// Sets the count done so far.
     pub fn set_position(&self, done: u64) {
         self.bar.set_position(done);
-    }
-
-    /// Adds `delta` to the count done.
-    pub fn inc(&self, delta: u64) {
-        self.bar.inc(delta);
-    }
-
-    /// Current count (bytes, or milliseconds for a timed phase).
-    pub fn position(&self) -> u64 {
-        self.bar.position()
-    }
-
-    /// True when the bar draws nothing (see [`enabled`]).
-    pub fn is_hidden(&self) -> bool {
-        self.bar.is_hidden()
     }
 
     /// Stops the bar and clears it from the terminal.
@@ -146,8 +130,7 @@ mod tests {
         p.finish();
         let b = Phase::bytes("bytes", 100);
         b.set_position(40);
-        b.inc(10);
-        assert_eq!(b.position(), 50);
+        assert!(b.bar.position() == 40 || b.bar.is_hidden());
         drop(b);
         assert!(
             start.elapsed() < Duration::from_secs(5),

@@ -39,7 +39,6 @@ pub struct ScratchFile {
     path: PathBuf,
     len: u64,
     origin: Origin,
-    filled_direct: bool,
     /// The temporary directory holding a created file; dropping it removes the directory.
     _dir: Option<crate::harness::cleanup::ScratchDir>,
     /// A created file stays registered for removal if the run is stopped.
@@ -140,7 +139,6 @@ impl ScratchFile {
             path,
             len,
             origin,
-            filled_direct: false,
             _dir: None,
             _tracked: None,
         })
@@ -160,15 +158,14 @@ impl ScratchFile {
             .is_none()
             .then(|| crate::harness::cleanup::track_path(&path));
         // From here on, dropping `file` removes what was created, even on error.
-        let mut file = ScratchFile {
+        let file = ScratchFile {
             path,
             len,
             origin: Origin::Created,
-            filled_direct: false,
             _dir: dir,
             _tracked: tracked,
         };
-        file.filled_direct = fill(&file.path, len, progress)
+        fill(&file.path, len, progress)
             .with_context(|| format!("cannot fill scratch file {}", file.path.display()))?;
         Ok(file)
     }
@@ -191,13 +188,6 @@ impl ScratchFile {
     /// Where the bytes come from.
     pub fn origin(&self) -> Origin {
         self.origin
-    }
-
-    /// True when vecio created the file and filled it with `O_DIRECT`; false for user
-    /// files and when the filesystem refused `O_DIRECT` (then it was filled buffered and
-    /// fsynced).
-    pub fn filled_direct(&self) -> bool {
-        self.filled_direct
     }
 }
 
@@ -237,17 +227,16 @@ pub fn ensure_free(dir: &Path, bytes: u64) -> Result<()> {
 }
 
 /// Creates `path` and writes `len` random bytes (a multiple of [`FILL_ALIGN`]) in
-/// [`FILL_CHUNK`]s, with `O_DIRECT` where the filesystem accepts it, then fsyncs. Returns
-/// whether `O_DIRECT` was used.
-fn fill(path: &Path, len: u64, progress: &mut dyn FnMut(u64)) -> io::Result<bool> {
+/// [`FILL_CHUNK`]s, with `O_DIRECT` where the filesystem accepts it, then fsyncs.
+fn fill(path: &Path, len: u64, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
     match create_new(path, libc::O_DIRECT).and_then(|f| write_random(&f, len, progress)) {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(()),
         // EINVAL: the filesystem refuses O_DIRECT, at open or at the first write. O_EXCL
         // guarantees any file there is ours, so start again buffered.
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
             let _ = fs::remove_file(path);
             write_random(&create_new(path, 0)?, len, progress)?;
-            Ok(false)
+            Ok(())
         }
         Err(e) => Err(e),
     }
@@ -278,149 +267,4 @@ fn create_new(path: &Path, flags: libc::c_int) -> io::Result<File> {
         .create_new(true)
         .custom_flags(flags)
         .open(path)
-}
-
-/// Name of the filesystem holding `path`, from `statfs(2)`'s `f_type` (e.g. `ext4`, `xfs`,
-/// `btrfs`, `tmpfs`, `overlay`); an unknown type is given as its hex magic number. The ext2,
-/// ext3 and ext4 share one magic number and are all reported as `ext4`.
-pub fn fs_name(path: &Path) -> io::Result<String> {
-    let st = rustix::fs::statfs(path)?;
-    // The kernel's magic numbers are 32 bits; mask away any sign extension of `f_type`.
-    let magic = (st.f_type as i64 as u64) & 0xffff_ffff;
-    Ok(match magic_name(magic) {
-        Some(name) => name.to_string(),
-        None => format!("{magic:#x}"),
-    })
-}
-
-/// Filesystem name for a statfs magic number (linux/magic.h).
-fn magic_name(magic: u64) -> Option<&'static str> {
-    Some(match magic {
-        0xEF53 => "ext4",
-        0x5846_5342 => "xfs",
-        0x9123_683E => "btrfs",
-        0x0102_1994 => "tmpfs",
-        0x8584_58F6 => "ramfs",
-        0x794C_7630 => "overlay",
-        0xF2F5_2010 => "f2fs",
-        0xCA45_1A4E => "bcachefs",
-        0x2FC1_2FC1 => "zfs",
-        0x6969 => "nfs",
-        0x6573_5546 => "fuse",
-        0xFE53_4D42 | 0xFF53_4D42 => "cifs",
-        0x0102_1997 => "9p",
-        0x4D44 => "vfat",
-        0x2011_BAB0 => "exfat",
-        0x7371_7368 => "squashfs",
-        0x9FA0 => "proc",
-        0x6265_6572 => "sysfs",
-        0x0000_1373 => "devfs",
-        0x00C3_6400 => "ceph",
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-
-    #[test]
-    fn creates_fills_and_removes() -> Result<()> {
-        let parent = tempfile::tempdir_in(".")?;
-        let mut seen = Vec::new();
-        let size = 3 * FILL_CHUNK as u64 + 100;
-        let s = ScratchFile::prepare_with_progress(Some(parent.path()), None, size, &mut |b| {
-            seen.push(b)
-        })?;
-        let path = s.path().to_path_buf();
-        assert_eq!(s.origin(), Origin::Created);
-        assert_eq!(s.len(), 3 * FILL_CHUNK as u64 + FILL_ALIGN as u64);
-        assert_eq!(fs::metadata(&path)?.len(), s.len());
-        assert_eq!(seen.last().copied(), Some(s.len()));
-        assert!(seen.windows(2).all(|w| w[0] < w[1]));
-        // Every block is allocated and written: no holes, no unwritten extents read as zeros.
-        assert!(fs::metadata(&path)?.blocks() * 512 >= s.len());
-        let mut head = vec![0u8; 1 << 16];
-        File::open(&path)?.read_exact(&mut head)?;
-        assert!(head.chunks(FILL_ALIGN).all(|b| b.iter().any(|&x| x != 0)));
-        println!("filled with O_DIRECT: {}", s.filled_direct());
-        drop(s);
-        assert!(!path.exists());
-        assert_eq!(
-            fs::read_dir(parent.path())?.count(),
-            0,
-            "temp dir must be gone"
-        );
-        Ok(())
-    }
-
-    #[test]
-    fn creates_at_missing_path_and_removes() -> Result<()> {
-        let parent = tempfile::tempdir_in(".")?;
-        let path = parent.path().join("new.dat");
-        let s = ScratchFile::prepare(None, Some(path.clone()), 8192)?;
-        assert_eq!((s.origin(), s.len()), (Origin::Created, 8192));
-        drop(s);
-        assert!(!path.exists());
-        Ok(())
-    }
-
-    #[test]
-    fn uses_user_file_as_is() -> Result<()> {
-        let parent = tempfile::tempdir_in(".")?;
-        let path = parent.path().join("mine.dat");
-        fs::write(&path, vec![7u8; 10_000])?;
-        let s = ScratchFile::prepare(None, Some(path.clone()), 5000)?;
-        assert_eq!((s.origin(), s.len()), (Origin::UserFile, 10_000));
-        drop(s);
-        assert_eq!(
-            fs::read(&path)?,
-            vec![7u8; 10_000],
-            "user file must be untouched"
-        );
-
-        let err = ScratchFile::prepare(None, Some(path.clone()), 20_000).err();
-        assert!(err.is_some_and(|e| e.to_string().contains("never extends")));
-        assert_eq!(fs::metadata(&path)?.len(), 10_000);
-        assert!(ScratchFile::prepare(None, Some(parent.path().to_path_buf()), 1).is_err());
-        assert!(ScratchFile::prepare(None, None, 0).is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn uses_block_device_as_is() -> Result<()> {
-        let Some(dev) = crate::harness::system::block_device(Path::new("."))? else {
-            println!("skipped: no block device behind the current directory");
-            return Ok(());
-        };
-        let node = PathBuf::from("/dev").join(&dev.name);
-        if !fs::metadata(&node).is_ok_and(|m| m.file_type().is_block_device()) {
-            println!("skipped: {} is not a device node here", node.display());
-            return Ok(());
-        }
-        if let Err(e) = File::open(&node) {
-            println!("skipped: cannot open {} here: {e}", node.display());
-            return Ok(());
-        }
-        let s = ScratchFile::prepare(None, Some(node.clone()), 1)?;
-        assert_eq!(s.origin(), Origin::BlockDevice);
-        assert!(!s.is_empty());
-        println!("{} holds {} bytes", node.display(), s.len());
-        drop(s);
-        assert!(node.exists(), "a device is never removed");
-        Ok(())
-    }
-
-    #[test]
-    fn names_filesystems() -> io::Result<()> {
-        assert_eq!(fs_name(Path::new("/proc"))?, "proc");
-        let here = fs_name(Path::new("."))?;
-        assert!(!here.is_empty());
-        println!("current directory is on {here}");
-        assert_eq!(magic_name(0x9123_683E), Some("btrfs"));
-        assert_eq!(magic_name(0x1234), None);
-        Ok(())
-    }
 }

@@ -184,12 +184,7 @@ fn wait4(pid: libc::pid_t, nohang: bool) -> io::Result<Option<Usage>> {
         // SAFETY: `status` and `ru` are valid, writable and outlive the call.
         let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
         if r == pid {
-            return Ok(Some(Usage {
-                user_s: timeval_s(ru.ru_utime),
-                sys_s: timeval_s(ru.ru_stime),
-                vol_ctx: u64::try_from(ru.ru_nvcsw).unwrap_or(0),
-                invol_ctx: u64::try_from(ru.ru_nivcsw).unwrap_or(0),
-            }));
+            return Ok(Some(Usage::of(&ru)));
         }
         if r == 0 {
             return Ok(None);
@@ -199,11 +194,6 @@ fn wait4(pid: libc::pid_t, nohang: bool) -> io::Result<Option<Usage>> {
             return Err(e);
         }
     }
-}
-
-/// A `timeval` in seconds.
-fn timeval_s(tv: libc::timeval) -> f64 {
-    tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
 }
 
 /// The last lines of a server's log, on one line, for an error message.
@@ -232,78 +222,4 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A minimal listener: python3 accepting and closing connections (`None` without python3).
-    fn listener(socket: &Path) -> Option<Command> {
-        if let Some(py) = find_program("python3") {
-            let mut c = Command::new(py);
-            c.args([
-                "-c",
-                "import socket,sys,time\n\
-                 s=socket.socket(socket.AF_UNIX)\n\
-                 s.bind(sys.argv[1]); s.listen(8)\n\
-                 while True: s.accept()[0].close()",
-            ])
-            .arg(socket);
-            return Some(c);
-        }
-        None
-    }
-
-    #[test]
-    fn starts_waits_and_reaps_with_usage() -> Result<()> {
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let Some(cmd) = listener(&socket) else {
-            println!("skipped: python3 is not installed");
-            return Ok(());
-        };
-        let server = ServerProcess::start(cmd, &socket, &dir.path().join("log"))?;
-        let pid = server.pid().context("pid")?;
-        assert!(Path::new(&format!("/proc/{pid}")).exists());
-        assert!(server.nbd_uri().ends_with("s.sock"));
-        let usage = server.stop()?;
-        assert!(usage.cpu_s() > 0.0, "python used some CPU: {usage:?}");
-        assert!(!Path::new(&format!("/proc/{pid}/status")).exists());
-        Ok(())
-    }
-
-    #[test]
-    fn drop_stops_the_server() -> Result<()> {
-        let dir = tempfile::tempdir()?;
-        let socket = dir.path().join("s.sock");
-        let Some(cmd) = listener(&socket) else {
-            println!("skipped: python3 is not installed");
-            return Ok(());
-        };
-        let server = ServerProcess::start(cmd, &socket, &dir.path().join("log"))?;
-        let pid = server.pid().context("pid")?;
-        drop(server);
-        assert!(!Path::new(&format!("/proc/{pid}/status")).exists());
-        Ok(())
-    }
-
-    #[test]
-    fn a_server_that_exits_is_reported_with_its_output() -> Result<()> {
-        let dir = tempfile::tempdir()?;
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo cannot open the image >&2; exit 3"]);
-        let err = ServerProcess::start(cmd, &dir.path().join("s"), &dir.path().join("log"))
-            .err()
-            .context("a server that exits must fail to start")?;
-        let text = format!("{err:#}");
-        assert!(text.contains("cannot open the image"), "{text}");
-        Ok(())
-    }
-
-    #[test]
-    fn finds_programs_in_path() {
-        assert!(find_program("sh").is_some());
-        assert!(find_program("no-such-program-vecio").is_none());
-    }
 }

@@ -5,192 +5,47 @@
 //! repetitions) in its own file. A figure measured once borrows the median spread of its
 //! experiment's repeated figures in that file; with none, the change is not judged. A change is
 //! flagged when `|B/A - 1|` exceeds twice the combined spread `sqrt(sa² + sb²)` (and 1%).
-//! Instruction counts (callgrind) are counted once; their noise is [`INSTRUCTION_SPREAD`].
+//! Instruction counts (callgrind) are counted once; their experiment says their noise.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
+use vecio_host::table::Table;
 
-use crate::experiments::callcost::CallcostReport;
-use crate::experiments::nowait::NowaitReport;
-use crate::experiments::results::AllResults;
-use crate::experiments::writev::WritevReport;
-use crate::harness::stats::{median, Summary};
-use crate::harness::table::Table;
+use crate::experiment::{Entry, Metric};
+use crate::harness::stats::median;
+use crate::results::AllResults;
 
-/// The relative spread given to callgrind's instruction counts: single-threaded variants repeat
-/// exactly, the thread-pool ones vary by about 1% between runs.
-pub const INSTRUCTION_SPREAD: f64 = 0.005;
-
-/// One figure of a run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Metric {
-    /// Its experiment (`writev`, `loop`, ...).
-    pub experiment: &'static str,
-    /// Its name, the same in every run: `random writev / uring MB/s`.
-    pub name: String,
-    /// The figure (the median of the repetitions).
-    pub value: f64,
-    /// Relative spread of the repetitions; `None` when measured once.
-    pub spread: Option<f64>,
-    /// Whether more is better (throughput) or worse (latency, cost).
-    pub higher_is_better: bool,
-}
-
-fn from_summary(
-    experiment: &'static str,
-    name: String,
-    s: &Summary,
-    higher_is_better: bool,
-) -> Metric {
-    Metric {
-        experiment,
-        name,
-        value: s.median,
-        spread: (s.n > 1).then(|| s.relative_spread()),
-        higher_is_better,
-    }
-}
-
-/// Every figure of `r` that compare looks at.
-pub fn metrics(r: &AllResults) -> Vec<Metric> {
-    let mut out = Vec::new();
-    if let Some(w) = &r.writev {
-        writev_metrics(w, &mut out);
-    }
-    if let Some(n) = &r.nowait {
-        nowait_metrics(n, &mut out);
-    }
-    if let Some(c) = &r.callcost {
-        callcost_metrics(c, &mut out);
-    }
-    if let Some(l) = &r.loop_dev {
-        for c in &l.cells {
-            let unit = if c.job.in_iops() { "IOPS" } else { "MB/s" };
-            let name = format!("{} / {} {unit}", c.job.name(), c.name);
-            out.push(from_summary("loop", name, c.figure(), true));
-        }
-        for c in &l.tls.cells {
-            let unit = if c.job.in_iops() { "IOPS" } else { "MB/s" };
-            let how = if c.tls { "TLS" } else { "plain" };
-            let name = format!("{} / {} {how} {unit}", c.job.name(), c.name);
-            out.push(from_summary("loop", name, c.figure(), true));
-        }
-    }
-    if let Some(f) = &r.fuse {
-        for c in &f.cells {
-            // A failed cell (EINVAL from a libfuse example) has no figure to compare.
-            if let Some(s) = &c.mb_s {
-                let how = if c.direct { "O_DIRECT" } else { "buffered" };
-                let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
-                out.push(from_summary("fuse", name, s, true));
-            }
-        }
-    }
-    out
-}
-
-/// writev's figures: MB/s per row and engine, and fio's.
-fn writev_metrics(w: &WritevReport, out: &mut Vec<Metric>) {
-    for row in &w.rows {
-        for e in &row.engines {
-            let name = format!("{} / {} MB/s", row.name, e.engine);
-            out.push(from_summary("writev", name, &e.mb_s, true));
-        }
-        for (job, f) in [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)] {
-            if let Some(f) = f {
-                let name = format!("{} / {job} MB/s", row.name);
-                out.push(from_summary("writev", name, &f.mb_s, true));
-            }
-        }
-    }
-}
-
-/// nowait's figures: MB/s and mean latency per workload and configuration.
-fn nowait_metrics(n: &NowaitReport, out: &mut Vec<Metric>) {
-    for w in &n.workloads {
-        for c in &w.cells {
-            let name = format!("{} / {}", w.name, c.config.name());
-            out.push(from_summary(
-                "nowait",
-                format!("{name} MB/s"),
-                &c.mb_s,
-                true,
-            ));
-            // Mean latency at a fixed depth moves with throughput (Little's law): it
-            // shares the cell's spread.
-            out.push(Metric {
-                name: format!("{name} mean µs"),
-                value: c.latency.mean_us,
-                higher_is_better: false,
-                ..from_summary("nowait", String::new(), &c.mb_s, true)
-            });
-        }
-    }
-}
-
-/// callcost's figures: ns per call and, when counted, instructions per variant.
-fn callcost_metrics(c: &CallcostReport, out: &mut Vec<Metric>) {
-    for v in &c.variants {
-        out.push(from_summary(
-            "callcost",
-            format!("{} ns", v.name),
-            &v.ns,
-            false,
-        ));
-        if let Some(i) = v.instructions {
-            out.push(Metric {
-                experiment: "callcost",
-                name: format!("{} instructions", v.name),
-                value: i,
-                spread: Some(INSTRUCTION_SPREAD),
-                higher_is_better: false,
-            });
-        }
-    }
+/// Every figure of `r` that compare looks at, experiment by experiment.
+pub fn metrics(r: &AllResults, experiments: &[&dyn Entry]) -> Vec<Metric> {
+    experiments
+        .iter()
+        .filter_map(|e| Some(e.metrics(r.report(e.key())?)))
+        .flatten()
+        .collect()
 }
 
 /// Reads a results file: `bench all`'s (or a report's `results.json`), or one experiment's
-/// `--json` output.
-pub fn load(path: &Path) -> Result<AllResults> {
+/// `--json` output (the experiment whose fields it has, the most specific first).
+pub fn load(path: &Path, experiments: &[&dyn Entry]) -> Result<AllResults> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let has = |k: &str| v.get(k).is_some();
-    let parse = || -> Result<AllResults> {
-        Ok(if has("rows") && has("meta") {
-            AllResults {
-                writev: Some(serde_json::from_value(v.clone())?),
-                ..AllResults::default()
-            }
-        } else if has("workloads") {
-            AllResults {
-                nowait: Some(serde_json::from_value(v.clone())?),
-                ..AllResults::default()
-            }
-        } else if has("variants") {
-            AllResults {
-                callcost: Some(serde_json::from_value(v.clone())?),
-                ..AllResults::default()
-            }
-        } else if has("cells") && has("servers") {
-            AllResults {
-                loop_dev: Some(serde_json::from_value(v.clone())?),
-                ..AllResults::default()
-            }
-        } else if has("cells") && has("subjects") && has("max_pages_limit") {
-            AllResults {
-                fuse: Some(serde_json::from_value(v.clone())?),
-                ..AllResults::default()
-            }
-        } else {
-            serde_json::from_value(v.clone())?
-        })
+    let one = experiments
+        .iter()
+        .filter(|e| e.owns(&v))
+        .max_by_key(|e| e.specificity());
+    let r = match one {
+        Some(e) => AllResults {
+            reports: [(e.key().to_string(), v)].into(),
+            ..AllResults::default()
+        },
+        None => serde_json::from_value(v)
+            .with_context(|| format!("{}: not a vecio results file", path.display()))?,
     };
-    let r = parse().with_context(|| format!("{}: not a vecio results file", path.display()))?;
-    if metrics(&r).is_empty() {
+    if metrics(&r, experiments).is_empty() {
         bail!("{}: no figures vecio can compare", path.display());
     }
     Ok(r)

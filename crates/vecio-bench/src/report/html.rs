@@ -3,9 +3,11 @@
 //! `#report-check` (`plots-ok N` or `plots-bad IDS`, hidden from the reader), so a headless
 //! browser can confirm it. The first screen is the verdict: one line per source document.
 
-use super::summary::SummaryRow;
-use super::{Cell, DataTable, Section};
-use crate::experiments::results::AllResults;
+use super::summary::{by_unit, unit_header, unit_heading};
+use super::verdict::{documents as docs, target_count, verdicts};
+use crate::experiment::table::{num, Cell, DataTable};
+use crate::experiment::{Section, SummaryRow};
+use crate::results::AllResults;
 
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;color:#1b1b1b;line-height:1.4}
@@ -99,24 +101,30 @@ fn mark(met: bool) -> &'static str {
 }
 
 /// The summary: one table per unit, so every column holds one unit, named in its header.
-fn summary(rows: &[SummaryRow]) -> String {
+fn summary(sections: &[Section]) -> String {
     let mut out = String::new();
-    for (unit, group) in super::summary::by_unit(rows) {
+    for (unit, group) in by_unit(&super::summary_rows(sections)) {
         out += &format!(
             "<h3>{}</h3>\n{}",
-            esc(super::summary::unit_heading(unit)),
-            unit_table(unit, &group)
+            esc(unit_heading(unit)),
+            unit_table(unit, &group, sections)
         );
     }
     out
 }
 
-fn unit_table(unit: &str, rows: &[&SummaryRow]) -> String {
+/// The anchor of the section `row` belongs to.
+fn anchor_of<'a>(sections: &'a [Section], row: &SummaryRow) -> &'a str {
+    let mine = |s: &&Section| s.summary.iter().any(|x| std::ptr::eq(x, row));
+    sections.iter().find(mine).map_or("", |s| s.anchor.as_str())
+}
+
+fn unit_table(unit: &str, rows: &[&SummaryRow], sections: &[Section]) -> String {
     let mut out = format!(
         "<table class=\"summary-table\" data-unit=\"{}\">\n<tr>",
         esc(unit)
     );
-    for h in super::summary::unit_header(unit) {
+    for h in unit_header(unit) {
         out += &format!("<th>{}</th>", esc(&h));
     }
     out += "</tr>\n";
@@ -126,51 +134,48 @@ fn unit_table(unit: &str, rows: &[&SummaryRow]) -> String {
             None => "-".into(),
         };
         out += &format!(
-            "<tr><td><a href=\"#seed-{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td class=\"num\">{}</td><td>{target}</td></tr>\n",
-            r.seed,
+            anchor_of(sections, r),
             r.seed,
             esc(&r.result),
             esc(&r.seed_figure),
             esc(&r.vecio),
             esc(&r.peer),
-            super::fmt::num(r.ratio, 2),
+            num(r.ratio, 2),
         );
     }
     out + "</table>\n"
 }
 
-/// The first screen: how many of the sections' targets were met, and one line per source
-/// document: what it claimed (and when), vecio's figure, the best other program's, the
+/// The first screen: how many of the sections' targets were met, and one line per section:
+/// what its document claimed (and when), vecio's figure, the best other program's, the
 /// section's targets met.
-fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
-    let (met, total) = super::verdict::target_count(sections);
+fn verdict(sections: &[Section]) -> String {
+    let (met, total) = target_count(sections);
     let mut out = format!(
         "<section id=\"verdict\">\n<p class=\"count\" id=\"target-count\" data-met=\"{met}\" \
          data-total=\"{total}\">{met} of {total} targets met</p>\n<table id=\"verdict-table\">\n\
          <tr><th>source document</th><th>it claimed</th><th>vecio here</th>\
          <th>best other program</th><th>targets</th></tr>\n"
     );
-    for v in super::verdict::verdicts(sections, rows) {
-        let when = super::verdict::provenance(v.seed).map_or("", |p| p.date);
-        let mark = match (v.mark(), &v.not_measured) {
+    for v in verdicts(sections) {
+        let s = v.section;
+        let mark = match (v.mark(), &s.not_measured) {
             (_, Some(_)) => "<span class=\"miss\">not measured</span>".to_string(),
             ("ok", _) => format!("{} {} of {}", mark(true), v.met, v.total),
             ("MISS", _) => format!("{} {} of {}", mark(false), v.met, v.total),
             _ => "-".to_string(),
         };
         out += &format!(
-            "<tr data-seed=\"{}\"><td><a href=\"#seed-{}\">{} {}</a><br><small>{}</small></td>\
+            "<tr data-seed=\"{}\"><td><a href=\"#{}\">{} {}</a><br><small>{}</small></td>\
              <td>{}</td><td>{}: <b>{}</b></td><td>{}</td><td class=\"mark\">{mark}</td></tr>\n",
-            v.seed,
-            v.seed,
-            v.seed,
-            esc(sections
-                .iter()
-                .find(|s| s.seed.id == v.seed)
-                .map_or("", |s| s.seed.experiment)),
-            esc(when),
-            esc(v.claim),
+            s.seed.id,
+            s.anchor,
+            s.seed.id,
+            esc(s.key),
+            esc(s.seed.date),
+            esc(s.seed.headline),
             esc(&v.result),
             esc(&v.vecio),
             esc(&v.peer),
@@ -179,7 +184,7 @@ fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
     out + "</table>\n</section>\n"
 }
 
-/// The five source documents, summarised: they are not in the repository.
+/// The source documents, summarised: they are not in the repository.
 fn documents(sections: &[Section]) -> String {
     let mut out = String::from(
         "<section id=\"documents\">\n<h2>The source documents</h2>\n<p>vecio brings the design of \
@@ -187,19 +192,17 @@ fn documents(sections: &[Section]) -> String {
          (\"the seed\": the document a section starts from).</p>\n<table class=\"documents\">\n\
          <tr><th>seed</th><th>date</th><th>title and author</th><th>claim</th></tr>\n",
     );
-    for s in sections {
-        let Some(p) = super::verdict::provenance(s.seed.id) else {
-            continue;
-        };
+    for s in docs(sections) {
+        let p = s.seed;
         out += &format!(
-            "<tr><td><a href=\"#seed-{}\">{}</a></td><td>{}</td><td>{}<br><small>{}</small></td>\
+            "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}<br><small>{}</small></td>\
              <td>{}</td></tr>\n",
-            p.id,
+            s.anchor,
             p.id,
             esc(p.date),
-            esc(s.seed.title),
+            esc(p.title),
             esc(p.author),
-            esc(p.claim)
+            esc(p.headline)
         );
     }
     out + "</table>\n</section>\n"
@@ -226,9 +229,9 @@ fn svg_width(svg: &str) -> u32 {
 fn section(s: &Section) -> String {
     let seed = s.seed;
     let mut out = format!(
-        "<section class=\"seed\" id=\"seed-{}\" data-seed=\"{}\">\n<h2>Seed {}: {}</h2>\n\
+        "<section class=\"seed\" id=\"{}\" data-seed=\"{}\">\n<h2>Seed {}: {}</h2>\n\
          <p>Source: <code>seeds/{}</code>. {}</p>\n<h3>What it claimed</h3>\n",
-        seed.id,
+        s.anchor,
         seed.id,
         seed.id,
         esc(seed.title),
@@ -279,13 +282,13 @@ fn section(s: &Section) -> String {
 }
 
 /// The whole page.
-pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> String {
+pub fn render(r: &AllResults, sections: &[Section]) -> String {
     let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <title>vecio reproduction report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
          <h1>vecio: the five source documents, re-measured</h1>\n"
     );
-    out += &verdict(rows, sections);
+    out += &verdict(sections);
     if let Some(s) = &r.setup {
         out += &format!(
             "<p>Measured {} UTC with vecio {}: <code>{}</code></p>\n",
@@ -301,13 +304,10 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
     }
     out += "<nav><a href=\"#summary\">summary</a><a href=\"#documents\">documents</a>";
     for s in sections {
-        out += &format!(
-            "<a href=\"#seed-{}\">{} {}</a>",
-            s.seed.id, s.seed.id, s.seed.experiment
-        );
+        out += &format!("<a href=\"#{}\">{} {}</a>", s.anchor, s.seed.id, s.key);
     }
     out += "</nav>\n<section id=\"summary\">\n<h2>Summary</h2>\n";
-    out += &summary(rows);
+    out += &summary(sections);
     out += &not_measured_and_setup(r);
     out += "</section>\n";
     out += &documents(sections);

@@ -1,8 +1,10 @@
 //! The report as Markdown (`report.md`), the plots linked from `plots/`.
 
-use super::summary::SummaryRow;
-use super::{DataTable, Section};
-use crate::experiments::results::AllResults;
+use super::summary::{by_unit, cells, unit_header, unit_heading};
+use super::verdict::{documents, target_count, verdicts};
+use crate::experiment::table::DataTable;
+use crate::experiment::Section;
+use crate::results::AllResults;
 
 /// Escapes a table cell (pipes would end it).
 fn cell(s: &str) -> String {
@@ -85,22 +87,21 @@ fn section(s: &Section) -> String {
     out + "\n"
 }
 
-/// The verdict (one line per source document, the sections' targets counted) and the five
-/// documents summarised.
-fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
-    let mut out = String::new();
-    let (met, total) = super::verdict::target_count(sections);
-    out += &format!("## Verdict: {met} of {total} targets met\n\n");
-    let lines: Vec<Vec<String>> = super::verdict::verdicts(sections, rows)
+/// The verdict (one line per section, the sections' targets counted) and the source documents
+/// summarised.
+fn verdict(sections: &[Section]) -> String {
+    let (met, total) = target_count(sections);
+    let mut out = format!("## Verdict: {met} of {total} targets met\n\n");
+    let lines: Vec<Vec<String>> = verdicts(sections)
         .into_iter()
         .map(|v| {
-            let date = super::verdict::provenance(v.seed).map_or("", |p| p.date);
+            let seed = v.section.seed;
             vec![
-                format!("{} ({date})", v.seed),
-                v.claim.to_string(),
+                format!("{} ({})", seed.id, seed.date),
+                seed.headline.to_string(),
                 format!("{}: {}", v.result, v.vecio),
                 v.peer.clone(),
-                match &v.not_measured {
+                match &v.section.not_measured {
                     Some(_) => "not measured".into(),
                     None => format!("{} {} of {}", v.mark(), v.met, v.total),
                 },
@@ -113,20 +114,19 @@ fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
         "vecio here",
         "best other program",
         "targets",
-    ]
-    .map(String::from);
-    out += &table(&header, &lines);
+    ];
+    out += &table(&header.map(String::from), &lines);
     out += "\n## The source documents\n\n";
-    let docs: Vec<Vec<String>> = sections
+    let docs: Vec<Vec<String>> = documents(sections)
         .iter()
-        .filter_map(|s| {
-            let p = super::verdict::provenance(s.seed.id)?;
-            Some(vec![
+        .map(|s| {
+            let p = s.seed;
+            vec![
                 p.id.to_string(),
                 p.date.to_string(),
-                format!("{} ({})", s.seed.title, p.author),
-                p.claim.to_string(),
-            ])
+                format!("{} ({})", p.title, p.author),
+                p.headline.to_string(),
+            ]
         })
         .collect();
     out += &table(
@@ -137,7 +137,7 @@ fn verdict(rows: &[SummaryRow], sections: &[Section]) -> String {
 }
 
 /// The whole document.
-pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> String {
+pub fn render(r: &AllResults, sections: &[Section]) -> String {
     let mut out = String::from("# vecio: the five source documents, re-measured\n\n");
     if let Some(s) = &r.setup {
         out += &format!(
@@ -149,25 +149,12 @@ pub fn render(r: &AllResults, rows: &[SummaryRow], sections: &[Section]) -> Stri
         out += "A quick run: short measurements on small files, a smoke test rather than a \
                 result.\n\n";
     }
-    out += &verdict(rows, sections);
+    out += &verdict(sections);
     out += "\n## Summary\n\n";
-    for (unit, group) in super::summary::by_unit(rows) {
-        let summary: Vec<Vec<String>> = group
-            .iter()
-            .map(|x| {
-                vec![
-                    x.seed.to_string(),
-                    x.result.clone(),
-                    x.seed_figure.clone(),
-                    x.vecio.clone(),
-                    x.peer.clone(),
-                    super::fmt::num(x.ratio, 2),
-                    x.mark(),
-                ]
-            })
-            .collect();
-        out += &format!("### {}\n\n", super::summary::unit_heading(unit));
-        out += &table(&super::summary::unit_header(unit), &summary);
+    for (unit, group) in by_unit(&super::summary_rows(sections)) {
+        let summary: Vec<Vec<String>> = group.iter().map(|x| cells(x).to_vec()).collect();
+        out += &format!("### {}\n\n", unit_heading(unit));
+        out += &table(&unit_header(unit), &summary);
         out += "\n";
     }
     for n in &r.not_measured {

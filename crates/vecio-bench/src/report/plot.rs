@@ -1,4 +1,4 @@
-//! The report's plots as SVG text (plotters' SVG backend: no fonts, no bitmaps; the browser
+//! The report's plots (their data: [`crate::experiment::chart`]) as SVG text (plotters' SVG backend: no fonts, no bitmaps; the browser
 //! draws the text): grouped bars with the repetitions' spread and the seed's ratio marked, and
 //! line plots for curves (latency percentiles, page cache over time).
 
@@ -6,6 +6,16 @@ use std::ops::Range;
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
+
+use crate::experiment::chart::{Bars, Chart, Line, Lines};
+
+/// Draws `chart` as an SVG document.
+pub fn draw(chart: &Chart) -> Result<String> {
+    match chart {
+        Chart::Bars(b) => bars(b),
+        Chart::Lines(l) => lines(l),
+    }
+}
 
 /// Bar plots' size in pixels.
 const BARS: (u32, u32) = (900, 380);
@@ -89,70 +99,6 @@ fn tick(v: &f64) -> String {
     } else {
         format!("{v:.2}")
     }
-}
-
-/// One bar: its height, the spread of the repetitions, and the seed's mark.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BarValue {
-    /// Height (the median).
-    pub value: f64,
-    /// Lowest repetition.
-    pub low: f64,
-    /// Highest repetition.
-    pub high: f64,
-    /// Where the seed's ratio puts this bar, if it says.
-    pub mark: Option<f64>,
-}
-
-impl BarValue {
-    /// A bar with no spread and no mark.
-    pub fn plain(value: f64) -> BarValue {
-        BarValue {
-            value,
-            low: value,
-            high: value,
-            mark: None,
-        }
-    }
-
-    /// A bar from a summary of repetitions.
-    pub fn of(s: &crate::harness::stats::Summary) -> BarValue {
-        BarValue {
-            value: s.median,
-            low: s.min,
-            high: s.max,
-            mark: None,
-        }
-    }
-
-    /// The same bar with the seed's mark at `mark`.
-    pub fn marked(self, mark: Option<f64>) -> BarValue {
-        BarValue { mark, ..self }
-    }
-}
-
-/// A group of bars on the x axis, one per series (`None`: not measured).
-#[derive(Debug, Clone, PartialEq)]
-pub struct BarGroup {
-    /// Its label under the axis.
-    pub label: String,
-    /// One value per series.
-    pub values: Vec<Option<BarValue>>,
-}
-
-/// A grouped bar plot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bars {
-    /// Title.
-    pub title: String,
-    /// The y axis.
-    pub y_label: String,
-    /// Series names (the legend).
-    pub series: Vec<String>,
-    /// Groups along the x axis.
-    pub groups: Vec<BarGroup>,
-    /// What the marks mean (legend), e.g. `seed's ratio x serial`.
-    pub mark_label: String,
 }
 
 /// Draws the bars of `spec` on `area` with the y range `$y` (linear or log), bars rising from
@@ -284,31 +230,6 @@ pub fn bars(spec: &Bars) -> Result<String> {
     Ok(svg)
 }
 
-/// One curve.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Line {
-    /// Its name in the legend.
-    pub name: String,
-    /// Its points, in x order.
-    pub points: Vec<(f64, f64)>,
-}
-
-/// A line plot.
-pub struct Lines<'a> {
-    /// Title.
-    pub title: String,
-    /// The x axis.
-    pub x_label: String,
-    /// The y axis.
-    pub y_label: String,
-    /// The curves.
-    pub lines: Vec<Line>,
-    /// Logarithmic y axis.
-    pub log_y: bool,
-    /// How x values are written on the axis.
-    pub x_fmt: &'a dyn Fn(&f64) -> String,
-}
-
 /// The smallest range holding every point's coordinate `f`, widened when flat.
 fn extent(lines: &[Line], f: impl Fn(&(f64, f64)) -> f64) -> Range<f64> {
     let vals = lines.iter().flat_map(|l| l.points.iter().map(&f));
@@ -339,7 +260,7 @@ macro_rules! line_chart {
             .configure_mesh()
             .max_light_lines(2)
             .x_labels(6)
-            .x_label_formatter(spec.x_fmt)
+            .x_label_formatter(&|x| spec.x_ticks.label(x))
             .y_label_formatter(&tick)
             .x_desc(spec.x_label.as_str())
             .y_desc(spec.y_label.as_str())
@@ -360,7 +281,7 @@ macro_rules! line_chart {
 
 /// Draws `spec` as SVG: the legend under the plot, the axes fitted to the curves (log y from
 /// just under the lowest point to just over the highest).
-pub fn lines(spec: &Lines<'_>) -> Result<String> {
+pub fn lines(spec: &Lines) -> Result<String> {
     let keys: Vec<(String, Key)> = spec
         .lines
         .iter()
@@ -398,6 +319,7 @@ pub fn lines(spec: &Lines<'_>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::chart::{BarGroup, BarValue, XTicks};
 
     /// The y of the `<text>` element whose content is `label`.
     fn text_y(svg: &str, label: &str) -> Option<f64> {
@@ -445,7 +367,6 @@ mod tests {
 
     #[test]
     fn lines_draw_on_linear_and_log_axes() -> Result<()> {
-        let fmt = |x: &f64| format!("{x:.0}");
         for log_y in [false, true] {
             let svg = lines(&Lines {
                 title: "curve".into(),
@@ -456,7 +377,7 @@ mod tests {
                     points: vec![(0.0, 1.0), (1.0, 10.0), (2.0, 100.0)],
                 }],
                 log_y,
-                x_fmt: &fmt,
+                x_ticks: XTicks::Seconds,
             })?;
             assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
             assert!(svg.contains(">\nl1\n</text>"));

@@ -1,69 +1,9 @@
-//! The report's first screen: one verdict line per source document (what it claimed, vecio's
-//! figure, the best figure of another program, and how many of the section's own targets this
-//! run met), and a total that is the sum of the sections' target lists, so the two can never
-//! disagree.
+//! The report's first screen: one verdict line per section (what its source document claimed,
+//! vecio's figure, the best figure of another program, and how many of the section's own
+//! targets this run met), and a total that is the sum of the sections' target lists, so the two
+//! can never disagree.
 
-use super::summary::SummaryRow;
-use super::Section;
-
-/// Who wrote a source document, when, and its headline claim in a sentence: the documents
-/// themselves are not in the repository, so the report says what they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Provenance {
-    /// `000` to `004`.
-    pub id: &'static str,
-    /// The post's date.
-    pub date: &'static str,
-    /// Its author and where it was posted.
-    pub author: &'static str,
-    /// The headline claim, in a sentence.
-    pub claim: &'static str,
-}
-
-/// The five source documents' provenance, in seed order.
-pub static PROVENANCE: [Provenance; 5] = [
-    Provenance {
-        id: "000",
-        date: "2002-09-11",
-        author: "Andrew Morton, linux-kernel: \"[patch] readv/writev rework\"",
-        claim: "O_DIRECT writev of 8 x 4 KiB segments, all submitted before waiting: random \
-                8.7x, sequential 6.6x faster; readv sys time 5x lower",
-    },
-    Provenance {
-        id: "001",
-        date: "2015-08-06",
-        author: "Ming Lei, linux-kernel: \"[PATCH v9 6/6] block: loop: support DIO & AIO\"",
-        claim: "a loop device doing direct, asynchronous I/O on its file: page cache after a \
-                run ~10% instead of >55%, fewer context switches, IOPS equal or better",
-    },
-    Provenance {
-        id: "002",
-        date: "2015-05 (v7, on 4.1-rc3)",
-        author: "Milosz Tanski, linux-api: \"preadv2/pwritev2 and RWF_NONBLOCK\"",
-        claim: "cached reads tried without blocking before a thread pool: 70% of mostly-cached \
-                random reads at ~2 µs; real workload 20-30% lower response time",
-    },
-    Provenance {
-        id: "003",
-        date: "2021-01-07",
-        author: "Mikulas Patocka and others, linux-fsdevel: \"Expense of read_iter\"",
-        claim: "building an iterator for a single buffer costs the read path ~10% (12% of \
-                cycles against 2.7% for the plain path)",
-    },
-    Provenance {
-        id: "004",
-        date: "2012-07-20",
-        author:
-            "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
-        claim: "32 x 4 KiB O_DIRECT writev through FUSE 107 -> 480 MB/s, readv 114 -> 569 MB/s \
-                when many segments go in one request",
-    },
-];
-
-/// The provenance of seed `id`.
-pub fn provenance(id: &str) -> Option<&'static Provenance> {
-    PROVENANCE.iter().find(|p| p.id == id)
-}
+use crate::experiment::Section;
 
 /// Names of vecio's own engines and paths: never a peer, however a row names them.
 const OWN: [&str; 8] = [
@@ -86,30 +26,26 @@ pub fn is_real_peer(peer: &str) -> bool {
 }
 
 /// One line of the first screen.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VerdictLine {
-    /// The seed.
-    pub seed: &'static str,
-    /// What it claimed.
-    pub claim: &'static str,
-    /// The headline comparison, as the seed's section names it.
+#[derive(Debug, Clone)]
+pub struct VerdictLine<'a> {
+    /// The section.
+    pub section: &'a Section,
+    /// The headline comparison, as the section's first summary row names it.
     pub result: String,
     /// vecio's figure for it.
     pub vecio: String,
     /// The best other program's figure, or why there is none.
     pub peer: String,
-    /// Targets of the section met, and how many it has.
+    /// Targets of the section met.
     pub met: usize,
     /// Targets of the section.
     pub total: usize,
-    /// Why nothing was measured, if nothing was.
-    pub not_measured: Option<String>,
 }
 
-impl VerdictLine {
+impl VerdictLine<'_> {
     /// `ok` when every target of the section was met, `MISS` otherwise, `-` without targets.
     pub fn mark(&self) -> &'static str {
-        match (self.total, self.not_measured.is_some()) {
+        match (self.total, self.section.not_measured.is_some()) {
             (_, true) | (0, _) => "-",
             (t, _) if self.met == t => "ok",
             _ => "MISS",
@@ -117,33 +53,40 @@ impl VerdictLine {
     }
 }
 
-/// One verdict line per section, from the section's own targets and its first summary row
-/// (the seed's headline comparison); the peer is the first row of the seed whose peer is
-/// another program.
-pub fn verdicts(sections: &[Section], rows: &[SummaryRow]) -> Vec<VerdictLine> {
+/// One verdict line per section, from its own targets and its first summary row (the seed's
+/// headline comparison); the peer is the first of its rows whose peer is another program.
+pub fn verdicts(sections: &[Section]) -> Vec<VerdictLine<'_>> {
     sections
         .iter()
         .map(|s| {
-            let id = s.seed.id;
-            let mine: Vec<&SummaryRow> = rows.iter().filter(|r| r.seed == id).collect();
-            let head = mine.first();
-            let peer = mine
+            let head = s.summary.first();
+            let peer = s
+                .summary
                 .iter()
                 .find(|r| is_real_peer(&r.peer))
                 .map(|r| format!("{} ({})", r.peer_with_unit(), r.result))
                 .unwrap_or_else(|| "no other program measures this".into());
             VerdictLine {
-                seed: id,
-                claim: provenance(id).map_or(s.seed.title, |p| p.claim),
+                section: s,
                 result: head.map_or(String::new(), |r| r.result.clone()),
                 vecio: head.map_or("not measured".into(), |r| r.vecio_with_unit()),
                 peer,
                 met: s.targets.iter().filter(|t| t.met).count(),
                 total: s.targets.len(),
-                not_measured: s.not_measured.clone(),
             }
         })
         .collect()
+}
+
+/// The sections of distinct source documents, in order: one per seed.
+pub fn documents(sections: &[Section]) -> Vec<&Section> {
+    let mut out: Vec<&Section> = Vec::new();
+    for s in sections {
+        if !out.iter().any(|d| d.seed.id == s.seed.id) {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// `(met, total)` over every section's target list.
@@ -171,12 +114,5 @@ mod tests {
         assert!(!is_real_peer("2.50x preadv2"));
         assert!(!is_real_peer("-"));
         assert!(!is_real_peer("38.4 µs io_uring"));
-    }
-
-    #[test]
-    fn every_seed_has_its_provenance() {
-        for s in super::super::SEEDS.iter() {
-            assert!(provenance(s.id).is_some(), "{}", s.id);
-        }
     }
 }

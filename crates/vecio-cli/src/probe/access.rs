@@ -68,7 +68,7 @@ mod tests {
 
     #[test]
     fn a_device_is_sized_without_opening_it() -> std::io::Result<()> {
-        let Some(dev) = vecio_bench::harness::system::block_device(Path::new("/"))
+        let Some(dev) = vecio_host::system::block_device(Path::new("/"))
             .ok()
             .flatten()
         else {

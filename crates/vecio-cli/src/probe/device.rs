@@ -54,7 +54,7 @@ pub struct LoopBacking {
 
 /// The device behind `path` (the device itself for a block device), if there is one.
 pub fn of(path: &Path) -> Option<DeviceInfo> {
-    let dev = vecio_bench::harness::system::block_device(path).ok()??;
+    let dev = vecio_host::system::block_device(path).ok()??;
     let disk = dev.disk.clone().unwrap_or_else(|| dev.name.clone());
     let block = PathBuf::from("/sys/block").join(&disk);
     let read = |p: PathBuf| {

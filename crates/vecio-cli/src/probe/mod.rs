@@ -12,6 +12,7 @@
 
 mod access;
 mod device;
+pub mod kernel;
 mod probes;
 mod residency;
 mod text;
@@ -122,9 +123,7 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     let kind = kind_of(path, &meta)?;
     let on_fs = kind != Kind::Block;
-    let fs = on_fs
-        .then(|| vecio_bench::harness::scratch::fs_name(path).ok())
-        .flatten();
+    let fs = on_fs.then(|| vecio_host::fs::fs_name(path).ok()).flatten();
     let mount = on_fs.then(|| mount_point(path)).flatten();
     let device = device::of(path);
     // A directory is probed through a temporary file in it; the file is removed on drop.
@@ -195,7 +194,7 @@ fn kind_of(path: &Path, meta: &std::fs::Metadata) -> Result<Kind> {
 
 /// The mount `path` is on (`/proc/self/mountinfo`).
 fn mount_point(path: &Path) -> Option<MountPoint> {
-    vecio_bench::harness::system::mount_of(path)
+    vecio_host::system::mount_of(path)
         .ok()
         .flatten()
         .map(|m| MountPoint {

@@ -14,7 +14,7 @@ pub fn resident_bytes(path: &Path) -> Result<Residency> {
     let total = f
         .seek(SeekFrom::End(0))
         .with_context(|| format!("size of {}", path.display()))?;
-    let resident = vecio_bench::harness::pagecache::resident_bytes(path)?;
+    let resident = vecio_host::pagecache::resident_bytes(path)?;
     Ok(Residency { resident, total })
 }
 
@@ -28,9 +28,9 @@ mod tests {
         let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
         let p = dir.path().join("r");
         std::fs::write(&p, vec![1u8; 1 << 20])?;
-        vecio_bench::harness::pagecache::flush_and_evict(&p)?;
+        vecio_host::pagecache::flush_and_evict(&p)?;
         let cold = resident_bytes(&p)?;
-        vecio_bench::harness::pagecache::warm(&p)?;
+        vecio_host::pagecache::warm(&p)?;
         let warm = resident_bytes(&p)?;
         assert_eq!((cold.total, warm.total), (1 << 20, 1 << 20));
         assert_eq!(warm.resident, 1 << 20);

@@ -1,8 +1,8 @@
 //! `vecio info`'s human output.
 
 use super::{DeviceInfo, FileInfo, Kind};
-use vecio_bench::harness::table::fmt_bytes;
-use vecio_bench::harness::table::Table;
+use vecio_host::table::fmt_bytes;
+use vecio_host::table::Table;
 
 /// `items` joined with commas, broken into lines of about `width` characters, continuation
 /// lines indented under the first.

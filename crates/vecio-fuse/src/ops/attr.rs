@@ -96,7 +96,7 @@ pub fn setattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     }
     if valid.contains(FattrFlags::KILL_SUIDGID) && !valid.contains(FattrFlags::MODE) {
         match file {
-            Some(f) => super::kill_suid_sgid(f.file.as_fd())?,
+            Some(f) => super::kill_suid_sgid(fs, node, f.file.as_fd())?,
             None => super::killpriv::kill_suid_sgid_inode(fs, &inode)?,
         }
     }

@@ -17,6 +17,7 @@ use crate::request::Body;
 pub fn opendir(fs: &Fs, node: u64) -> OpResult<Answer> {
     let inode = fs.inodes.get(node)?;
     let fd = fs.reopen(&inode, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    fs.keep_atime(&fd);
     let fh = fs.handles.insert(dir_handle(fd, inode.opened()));
     Ok(Answer::of(&OpenOut {
         fh,

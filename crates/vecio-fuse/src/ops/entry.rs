@@ -16,10 +16,18 @@ pub fn entry_of(fs: &Fs, parent: u64, name: &std::ffi::CStr) -> OpResult<Answer>
     Ok(Answer::of(&fs.cfg.timeouts.entry(id, from_stat(&st))))
 }
 
-/// `LOOKUP`.
+/// `LOOKUP`. Under `FUSE_EXPORT_SUPPORT` the kernel also looks up `.` (a node it knows only
+/// by id, from a file handle) and `..` (a directory's parent, to reconnect it); see
+/// `crate::export`.
 pub fn lookup(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
-    let name = component(body.name()?)?;
-    entry_of(fs, parent, name)
+    let name = body.name()?;
+    let found = match name.to_bytes() {
+        b"." if fs.inodes.exports() => fs.inodes.lookup_self(parent)?,
+        b".." if fs.inodes.exports() => fs.inodes.lookup_parent(parent)?,
+        _ => return entry_of(fs, parent, component(name)?),
+    };
+    let (id, st) = found;
+    Ok(Answer::of(&fs.cfg.timeouts.entry(id, from_stat(&st))))
 }
 
 /// `BATCH_FORGET`.

@@ -12,7 +12,7 @@ use zerocopy::IntoBytes;
 use super::Answer;
 use crate::abi::{
     CopyFileRangeIn, CreateIn, FallocateIn, FlushIn, FopenFlags, FsyncIn, LseekIn, LseekOut,
-    OpenIn, OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_KILL_SUIDGID,
+    OpenIn, OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_FOR_EXEC, OPEN_KILL_SUIDGID,
 };
 use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
@@ -24,7 +24,7 @@ use crate::request::Body;
 /// The open flags the backing file gets: the caller's, without those the kernel already
 /// applied (`O_APPEND`: the kernel sends the end-of-file offset) or that vecio decides itself.
 fn backing_flags(flags: u32) -> OFlags {
-    OFlags::from_bits_retain(flags as _)
+    OFlags::from_bits_retain((flags & !OPEN_FOR_EXEC) as _)
         - (OFlags::APPEND | OFlags::DIRECT | OFlags::CREATE | OFlags::EXCL | OFlags::NOCTTY)
 }
 
@@ -86,7 +86,7 @@ fn reopen_fd(fs: &Fs, path_fd: &OwnedFd, flags: OFlags) -> OpResult<OwnedFd> {
     let flags = (flags - (OFlags::CREATE | OFlags::EXCL | OFlags::TRUNC)) | OFlags::CLOEXEC;
     Ok(rustix::fs::openat(
         fs.proc_dir(),
-        path_fd.as_raw_fd().to_string(),
+        crate::procfs::fd_name(path_fd.as_raw_fd()),
         flags,
         Mode::empty(),
     )?)
@@ -137,9 +137,14 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     {
         return Err(Errno::ROFS);
     }
-    let fd = open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?;
+    let fd = if arg.flags & OPEN_FOR_EXEC != 0 {
+        open_for_exec(fs, &inode, arg.flags)?
+    } else {
+        open_backing(fs, arg.flags, |f| fs.reopen(&inode, f))?
+    };
+    fs.keep_atime(&fd);
     if arg.open_flags & OPEN_KILL_SUIDGID != 0 {
-        super::kill_suid_sgid(fd.as_fd())?;
+        super::kill_suid_sgid(fs, node, fd.as_fd())?;
     }
     let file = backing_file(fs, &inode, fd)?;
     let (handle, open_flags, backing_id) = file_handle(fs, &inode, file);
@@ -149,6 +154,21 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         open_flags,
         backing_id,
     }))
+}
+
+/// An open for `execve`: the caller needs execute permission, which is checked as the caller
+/// (`faccessat(X_OK)` with its ids), and may lack read permission (`chmod 001`), so the file is
+/// then opened by the server. The kernel reads it for the program; the caller gets no
+/// descriptor it could read from.
+fn open_for_exec(fs: &Fs, inode: &Inode, flags: u32) -> OpResult<OwnedFd> {
+    rustix::fs::accessat(
+        fs.proc_dir(),
+        inode.fd()?.proc_name(),
+        rustix::fs::Access::EXEC_OK,
+        rustix::fs::AtFlags::EACCESS,
+    )?;
+    let _server = crate::creds::AsServer::new();
+    open_backing(fs, flags, |f| fs.reopen(inode, f))
 }
 
 /// `CREATE`: `openat2(O_CREAT | O_NOFOLLOW)` beneath the parent, then the new inode enters
@@ -185,6 +205,7 @@ fn create_in(
         Ok(rustix::fs::openat2(dir.fd()?, name, f, mode, resolve)?)
     })?;
     drop(umask);
+    fs.keep_atime(&fd);
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
     let inode = fs.inodes.get(id)?;
     let file = backing_file(fs, &inode, fd)?;
@@ -207,10 +228,12 @@ fn create_in(
     Ok(Answer::Bytes(out))
 }
 
-/// `RELEASE`: the handle goes (and with its descriptor, its `flock` lock); its share of the
-/// inode's passthrough registration is dropped.
+/// `RELEASE`: the handle goes (and with its descriptor, its `flock` lock), and so do the
+/// record locks of owners that locked through it alone (OFD locks); its share of the inode's
+/// passthrough registration is dropped.
 pub fn release(fs: &Fs, _node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: ReleaseIn = body.arg()?;
+    fs.locks.release_handle(arg.fh);
     drop(fs.handles.remove(arg.fh));
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(fh = arg.fh, "released; holding {}", crate::held::held(fs));

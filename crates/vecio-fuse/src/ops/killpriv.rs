@@ -30,12 +30,17 @@ fn killed(mode: u32) -> Option<Mode> {
     (kill != 0).then(|| Mode::from_raw_mode(mode & 0o7777 & !kill))
 }
 
-/// Clears setuid/setgid on the open file `fd` (as the server: the caller may not own it).
-pub fn kill_suid_sgid(fd: BorrowedFd<'_>) -> OpResult<()> {
+/// Clears setuid/setgid on the open file `fd` of node `node` (as the server: the caller may
+/// not own it), and tells the kernel its cached mode is stale: a write does not make it look
+/// again (`stat -c %a` asks for the mode alone).
+pub fn kill_suid_sgid(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
     let st = rustix::fs::fstat(fd)?;
     if let Some(mode) = killed(st.st_mode) {
-        let _root = AsServer::new();
-        rustix::fs::fchmod(fd, mode)?;
+        {
+            let _root = AsServer::new();
+            rustix::fs::fchmod(fd, mode)?;
+        }
+        fs.notify.inval_attr(node);
     }
     Ok(())
 }

@@ -6,6 +6,11 @@
 //!   file description on the backing file, locked with `F_OFD_SETLK`: owners exclude each other
 //!   in the backing file system, and one owner's locks merge and split as POSIX says. `FLUSH`
 //!   (a `close` by that owner) drops the description, and with it the owner's locks.
+//! - An OFD lock's owner is its open file, which the kernel releases without naming any owner
+//!   (`RELEASE` carries one only for `flock`). So each owner remembers the handles (`fh`) its
+//!   locks came through, and `RELEASE` of the last of them drops it: an OFD owner uses exactly
+//!   one handle, while a process's POSIX owner keeps its locks as long as another handle it
+//!   locked through is open (a `close` of any of them still drops them, through `FLUSH`).
 //! - `flock(2)` locks belong to the open file: they are taken with `flock` on the handle's own
 //!   backing descriptor and go with it at `RELEASE`.
 //! - A lock that must wait (`SETLKW`) is not waited for on the worker thread, which other
@@ -31,8 +36,15 @@ use crate::fs::Fs;
 /// `OFFSET_MAX` as the kernel sends it for "to the end of the file".
 const OFFSET_MAX: u64 = i64::MAX as u64;
 
-/// The open file description of each (inode, lock owner), shared by its locks.
-type Owners = HashMap<((u64, u64), u64), Arc<OwnedFd>>;
+/// A lock owner of one inode: its open file description, and the handles its locks came
+/// through.
+struct Owner {
+    fd: Arc<OwnedFd>,
+    handles: Vec<u64>,
+}
+
+/// The owners, by (inode, lock owner).
+type Owners = HashMap<((u64, u64), u64), Owner>;
 
 /// Lock state shared by every worker.
 #[derive(Default)]
@@ -46,11 +58,15 @@ pub struct Locks {
 }
 
 impl Locks {
-    fn owner_fd(&self, fs: &Fs, node: u64, owner: u64) -> OpResult<Arc<OwnedFd>> {
+    /// The open file description of `owner`'s locks on node `node`, taken through handle `fh`.
+    fn owner_fd(&self, fs: &Fs, node: u64, owner: u64, fh: u64) -> OpResult<Arc<OwnedFd>> {
         let inode = fs.inodes.get(node)?;
         let key = (inode.key, owner);
-        if let Some(fd) = self.lock_owners().get(&key) {
-            return Ok(fd.clone());
+        if let Some(o) = self.lock_owners().get_mut(&key) {
+            if !o.handles.contains(&fh) {
+                o.handles.push(fh);
+            }
+            return Ok(o.fd.clone());
         }
         // The kernel checked the caller's open mode against the lock type; the description
         // is the server's own, opened as root with whatever access the file allows.
@@ -59,8 +75,15 @@ impl Locks {
             .into_iter()
             .find_map(|mode| fs.reopen(&inode, mode).ok())
             .ok_or(Errno(libc::EACCES))?;
-        let fd = Arc::new(fd);
-        Ok(self.lock_owners().entry(key).or_insert(fd).clone())
+        let mut owners = self.lock_owners();
+        let o = owners.entry(key).or_insert(Owner {
+            fd: Arc::new(fd),
+            handles: Vec::new(),
+        });
+        if !o.handles.contains(&fh) {
+            o.handles.push(fh);
+        }
+        Ok(o.fd.clone())
     }
 
     fn lock_owners(&self) -> std::sync::MutexGuard<'_, Owners> {
@@ -72,6 +95,20 @@ impl Locks {
         if let Ok(inode) = fs.inodes.get(node) {
             self.lock_owners().remove(&(inode.key, owner));
         }
+    }
+
+    /// Handle `fh` is released (the last close of an open file): owners whose locks came
+    /// through no other open handle go, and their locks with them (an OFD lock's owner is the
+    /// open file itself).
+    pub fn release_handle(&self, fh: u64) {
+        let mut owners = self.lock_owners();
+        if owners.is_empty() {
+            return;
+        }
+        owners.retain(|_, o| {
+            o.handles.retain(|&h| h != fh);
+            !o.handles.is_empty()
+        });
     }
 
     /// Ends the wait of request `unique` with `EINTR` (the kernel's `INTERRUPT`).
@@ -132,7 +169,7 @@ fn fcntl_lock(fd: BorrowedFd<'_>, cmd: i32, fl: &mut libc::flock) -> OpResult<()
 /// `GETLK`: the first lock that would conflict, or `F_UNLCK`.
 pub fn getlk(fs: &Fs, node: u64, body: &mut crate::request::Body<'_>) -> OpResult<Answer> {
     let arg: LkIn = body.arg()?;
-    let fd = fs.locks.owner_fd(fs, node, arg.owner)?;
+    let fd = fs.locks.owner_fd(fs, node, arg.owner, arg.fh)?;
     let mut fl = to_flock(&arg.lk)?;
     fcntl_lock(fd.as_fd(), libc::F_OFD_GETLK, &mut fl)?;
     let lk = if fl.l_type == libc::F_UNLCK as i16 {
@@ -180,7 +217,7 @@ fn try_lock(fs: &Fs, node: u64, arg: &LkIn) -> OpResult<bool> {
             Ok(())
         }
     } else {
-        let fd = fs.locks.owner_fd(fs, node, arg.owner)?;
+        let fd = fs.locks.owner_fd(fs, node, arg.owner, arg.fh)?;
         let mut fl = to_flock(&arg.lk)?;
         fcntl_lock(fd.as_fd(), libc::F_OFD_SETLK, &mut fl)
     };

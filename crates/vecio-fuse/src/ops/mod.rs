@@ -8,6 +8,7 @@ mod dir;
 mod entry;
 mod file;
 mod killpriv;
+mod label;
 mod locks;
 mod xattr;
 
@@ -20,6 +21,7 @@ use zerocopy::{Immutable, IntoBytes};
 use crate::abi::{InHeader, Opcode, WriteOut};
 use crate::creds::AsCaller;
 use crate::error::{Errno, OpResult};
+use crate::ext::Extensions;
 use crate::fs::Fs;
 use crate::request::Body;
 use crate::worker::WorkerStats;
@@ -100,6 +102,8 @@ pub struct Incoming<'a> {
     pub header: InHeader,
     /// The opcode's arguments (for `/dev/fuse` a `WRITE` payload follows them here).
     pub body: Body<'a>,
+    /// The request's extensions (security labels, supplementary groups; `crate::ext`).
+    pub ext: &'a [u8],
     /// A `WRITE` payload that the transport keeps apart from the arguments (io_uring).
     pub payload: Option<&'a [u8]>,
 }
@@ -146,10 +150,31 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
     if fs.cfg.read_only && mutates(op) {
         return Err(Errno::ROFS);
     }
-    let _caller = as_caller(op).then(|| AsCaller::new(h.uid, h.gid, h.pid));
+    let ext = if req.ext.is_empty() {
+        Extensions::default()
+    } else {
+        Extensions::parse(req.ext)?
+    };
+    let _caller = as_caller(op).then(|| AsCaller::new(h.uid, h.gid, h.pid, &ext.groups));
     let mut body = req.body;
+    let answer = serve(ctx, op, h, &mut body, req.payload, out)?;
+    if !ext.secctx.is_empty() {
+        label::apply(fs, &answer, &ext.secctx)?;
+    }
+    Ok(answer)
+}
+
+/// Serves request `h` (opcode `op`) as the caller already set up.
+fn serve(
+    ctx: &mut Ctx<'_>,
+    op: Opcode,
+    h: InHeader,
+    body: &mut Body<'_>,
+    payload: Option<&[u8]>,
+    out: &mut [u8],
+) -> OpResult<Answer> {
+    let fs = ctx.fs;
     let node = h.nodeid;
-    let body = &mut body;
     use Opcode::*;
     match op {
         Read => {
@@ -161,13 +186,13 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
         }
         Write => {
             let arg: crate::abi::WriteIn = body.arg()?;
-            let data = match req.payload {
+            let data = match payload {
                 Some(p) => p.get(..arg.size as usize).ok_or(Errno::INVAL)?,
                 None => body.bytes(arg.size as usize)?,
             };
             let aligned = data.as_ptr() as usize % vecio::PAGE_SIZE == 0;
             let fixed = ctx.engine.counters().fixed_buffer_ops;
-            let w = crate::io::write(fs, ctx.engine, ctx.region, arg, data)?;
+            let w = crate::io::write(fs, node, ctx.engine, ctx.region, arg, data)?;
             ctx.stats.note_write(w.size as usize, aligned);
             ctx.note_fixed_since(fixed);
             Ok(Answer::Written(w))

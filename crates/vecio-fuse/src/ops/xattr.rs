@@ -1,21 +1,47 @@
-//! Extended attributes, through the inode's `/proc/self/fd` path (symlinks: `EOPNOTSUPP`,
-//! since a path call could follow them).
+//! Extended attributes, through the inode's `/proc/self/fd` path, which names the inode itself
+//! (a symlink's own attributes, never its target's, as `l*xattr` natively).
 
 use super::Answer;
-use crate::abi::{GetxattrIn, GetxattrOut, SetxattrIn};
+use crate::abi::{
+    GetxattrIn, GetxattrOut, InitFlags, SetxattrIn, SetxattrInExt, SETXATTR_ACL_KILL_SGID,
+};
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
 use crate::request::Body;
 
-/// `SETXATTR`.
+/// `SETXATTR`. Under `FUSE_SETXATTR_EXT` the arguments carry `setxattr_flags`: with
+/// `FUSE_SETXATTR_ACL_KILL_SGID` (an access ACL set by a caller outside the file's group and
+/// without `CAP_FSETID`) setgid is cleared, as the kernel's `posix_acl_update_mode` does.
 pub fn setxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
-    let arg: SetxattrIn = body.arg()?;
+    let (size, flags, setxattr_flags) = if fs.granted(InitFlags::SETXATTR_EXT) {
+        let a: SetxattrInExt = body.arg()?;
+        (a.size, a.flags, a.setxattr_flags)
+    } else {
+        let a: SetxattrIn = body.arg()?;
+        (a.size, a.flags, 0)
+    };
     let name = body.string()?;
-    let value = body.bytes(arg.size as usize)?;
-    let (_held, path) = fs.proc_path(&*fs.inodes.get(node)?)?;
-    let flags = rustix::fs::XattrFlags::from_bits(arg.flags).ok_or(Errno::INVAL)?;
+    let value = body.bytes(size as usize)?;
+    let inode = fs.inodes.get(node)?;
+    let (_held, path) = fs.proc_path(&inode)?;
+    let flags = rustix::fs::XattrFlags::from_bits(flags).ok_or(Errno::INVAL)?;
     rustix::fs::setxattr(path.as_c_str(), name, value, flags)?;
+    if setxattr_flags & SETXATTR_ACL_KILL_SGID != 0 && name == c"system.posix_acl_access" {
+        kill_sgid(fs, node, path.as_c_str())?;
+    }
     Ok(Answer::empty())
+}
+
+/// Clears setgid on the file at `path` (as the server), and tells the kernel.
+fn kill_sgid(fs: &Fs, node: u64, path: &std::ffi::CStr) -> OpResult<()> {
+    let _server = crate::creds::AsServer::new();
+    let st = rustix::fs::stat(path)?;
+    if st.st_mode & libc::S_ISGID != 0 {
+        let mode = rustix::fs::Mode::from_raw_mode(st.st_mode & 0o7777 & !libc::S_ISGID);
+        rustix::fs::chmod(path, mode)?;
+        fs.notify.inval_attr(node);
+    }
+    Ok(())
 }
 
 /// Answers a get or list of `size` bytes: the needed size when `size` is 0, else the data

@@ -104,9 +104,35 @@ impl Op {
         self.offset
     }
 
-    /// Total bytes of the segments.
+    /// Total bytes of the segments (of a [`Cmd::Fallocate`], the range's length).
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The file descriptor.
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The segments: a pointer to `nr_segs` iovecs, valid as [`Engine::push`]'s contract says.
+    pub fn iovecs(&self) -> (*const libc::iovec, u32) {
+        (self.iov, self.nr_segs)
+    }
+
+    /// Per-call flags.
+    pub fn flags(&self) -> RwFlags {
+        self.flags
+    }
+
+    /// What the op asks of the kernel.
+    pub fn cmd(&self) -> Cmd {
+        self.cmd
+    }
+
+    /// The id of the registered region every segment lies in, if one does (see
+    /// [`Engine::register_region`]).
+    pub fn region(&self) -> Option<u64> {
+        self.pool
     }
 
     /// True when the op moves no bytes (a whole-file command).
@@ -118,7 +144,7 @@ impl Op {
 /// What an [`Op`] asks of the kernel. Commands other than [`Cmd::Rw`] ignore `iov`,
 /// `nr_segs`, `dir` and `flags`, and complete with 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Cmd {
+pub enum Cmd {
     /// `preadv2(2)`/`pwritev2(2)` (by `dir`) of the op's segments.
     #[default]
     Rw,

@@ -7,7 +7,7 @@
 //! invisible to it. Its figures say exactly what vecio adds on top of the system call, and
 //! they repeat run after run where times do not. Times include the kernel.
 
-pub mod section;
+mod view;
 
 use std::io::IoSliceMut;
 use std::path::{Path, PathBuf};
@@ -15,18 +15,24 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use clap::{Arg, ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions};
 use vecio::{Batch, Direct, Engine, EngineKind, FastReadPolicy, File, IoIter, RwFlags};
 use vecio::fast_read::FastReadMode;
 
+use crate::experiment::options::Common;
+use crate::experiment::{Env, Experiment, Helper, Preset, Seed};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::stats::Summary;
-use crate::harness::table::Table;
 
 /// Bytes per call.
 pub const CALL: usize = 4096;
+
+/// The relative spread `vecio bench compare` gives callgrind's instruction counts:
+/// single-threaded variants repeat exactly, the thread-pool ones vary by about 1% between runs.
+pub const INSTRUCTION_SPREAD: f64 = 0.005;
 
 /// One way of reading the page.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,27 +104,101 @@ impl Variant {
 }
 
 /// Options of `vecio bench callcost`.
-#[derive(Debug, Clone)]
+#[derive(Args, Debug, Clone)]
 pub struct CallcostOptions {
-    /// Directory for the scratch file (default: the current directory).
-    pub dir: Option<PathBuf>,
-    /// Time per measurement.
-    pub runtime: Duration,
-    /// Repetitions.
-    pub repeat: u32,
-    /// Count instructions with callgrind when valgrind is installed.
-    pub callgrind: bool,
+    /// Where, how long, how often.
+    #[command(flatten)]
+    pub common: Common,
+    /// Do not count instructions with callgrind.
+    #[arg(long)]
+    pub no_callgrind: bool,
 }
 
-impl Default for CallcostOptions {
-    fn default() -> Self {
-        CallcostOptions {
-            dir: None,
-            runtime: Duration::from_secs(1),
-            repeat: 5,
-            callgrind: true,
-        }
+/// The experiment.
+pub struct Callcost;
+
+impl Experiment for Callcost {
+    const KEY: &'static str = "callcost";
+    const ABOUT: &'static str =
+        "Expense of read_iter (2021): cost per call of a cached 4 KiB read, raw and through vecio";
+    const FIELDS: &'static [&'static str] = &["variants"];
+    type Options = CallcostOptions;
+    type Report = CallcostReport;
+
+    fn seed() -> &'static Seed {
+        &view::SEED
     }
+
+    fn command(cmd: clap::Command) -> clap::Command {
+        cmd.mut_arg("runtime", |a| a.default_value("1"))
+            .mut_arg("repeat", |a| a.default_value("5"))
+    }
+
+    fn preset(o: &mut CallcostOptions, p: &Preset) {
+        o.common.dir = p.dir.clone();
+        o.common.runtime = p.runtime(0.2, 1.0).min(Duration::from_secs(1));
+        o.common.repeat = p.repeat(3, 5);
+        o.no_callgrind = p.no_callgrind;
+    }
+
+    /// Ten variants per repetition, 2.2 times the runtime each (calibration and timing), and
+    /// about 10 s of callgrind.
+    fn estimate(o: &CallcostOptions) -> Duration {
+        let grind = if !o.no_callgrind && valgrind_version().is_some() {
+            10.0
+        } else {
+            0.0
+        };
+        let calls = 10.0 * o.common.repeat as f64 * o.common.runtime.as_secs_f64() * 2.2;
+        Duration::from_secs_f64(calls + grind)
+    }
+
+    fn run(opts: &CallcostOptions, env: &Env) -> Result<CallcostReport> {
+        run(opts, Some(&env.exe))
+    }
+
+    fn helper() -> Option<Helper> {
+        let command = clap::Command::new("callcost-worker")
+            .about(
+                "Runs N calls of one callcost variant (what callgrind counts); not for direct use",
+            )
+            .hide(true)
+            .arg(
+                Arg::new("variant")
+                    .long("variant")
+                    .required(true)
+                    .help("Variant name, as `callcost` prints it"),
+            )
+            .arg(
+                Arg::new("calls")
+                    .long("calls")
+                    .required(true)
+                    .value_parser(clap::value_parser!(u64))
+                    .help("Number of calls"),
+            )
+            .arg(
+                Arg::new("file")
+                    .required(true)
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help("The page file"),
+            );
+        Some(Helper {
+            command,
+            run: worker,
+        })
+    }
+}
+
+/// The callgrind worker: `--calls` reads of the page file through `--variant`.
+fn worker(m: &ArgMatches) -> Result<()> {
+    let name = m.get_one::<String>("variant").context("--variant")?;
+    let v = Variant::from_name(name).with_context(|| format!("unknown variant {name:?}"))?;
+    let calls = *m.get_one::<u64>("calls").context("--calls")?;
+    run_calls(
+        v,
+        m.get_one::<PathBuf>("file").context("the page file")?,
+        calls,
+    )
 }
 
 /// One variant's figures.
@@ -268,7 +348,6 @@ fn instructions(exe: &Path, variant: Variant, path: &Path) -> Result<f64> {
             .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
             .arg(exe)
             .args([
-                "bench",
                 "callcost-worker",
                 "--variant",
                 variant.name(),
@@ -295,25 +374,25 @@ fn instructions(exe: &Path, variant: Variant, path: &Path) -> Result<f64> {
 
 /// Runs the experiment. `exe` is the vecio binary, run under callgrind for instruction counts.
 pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport> {
-    let dir = match &opts.dir {
+    let dir = match &opts.common.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
     let tmp = crate::harness::cleanup::ScratchDir::new_in("callcost", &dir)?;
     let path = tmp.path().join("page.dat");
     std::fs::write(&path, vec![0x5a_u8; 64 * 1024]).context("writing the page file")?;
-    let valgrind = if opts.callgrind {
+    let valgrind = if !opts.no_callgrind {
         valgrind_version()
     } else {
         None
     };
-    let steps = Variant::ALL.len() as u32 * opts.repeat;
-    let phase = Phase::timed("bench callcost", opts.runtime * steps);
+    let steps = Variant::ALL.len() as u32 * opts.common.repeat;
+    let phase = Phase::timed("bench callcost", opts.common.runtime * steps);
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); Variant::ALL.len()];
-    for _ in 0..opts.repeat {
+    for _ in 0..opts.common.repeat {
         for (i, &v) in Variant::ALL.iter().enumerate() {
-            crate::harness::pagecache::warm(&path)?;
-            ns[i].push(time_variant(v, &path, opts.runtime).with_context(|| v.name())?);
+            vecio_host::pagecache::warm(&path)?;
+            ns[i].push(time_variant(v, &path, opts.common.runtime).with_context(|| v.name())?);
         }
     }
     phase.finish();
@@ -339,102 +418,9 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
     }
     Ok(CallcostReport {
         meta: RunMeta::collect(&path),
-        runtime_s: opts.runtime.as_secs_f64(),
-        repeat: opts.repeat,
+        runtime_s: opts.common.runtime.as_secs_f64(),
+        repeat: opts.common.repeat,
         valgrind,
         variants,
     })
-}
-
-fn ratio_to_raw(r: &CallcostReport, v: &VariantFigures) -> Option<f64> {
-    let raw = r.variants.iter().find(|x| x.variant == Variant::RawPread)?;
-    crate::harness::stats::paired_median(&v.ns_samples, &raw.ns_samples)
-}
-
-fn instr_ratio(r: &CallcostReport, v: &VariantFigures) -> Option<f64> {
-    let raw = r
-        .variants
-        .iter()
-        .find(|x| x.variant == Variant::RawPread)?
-        .instructions?;
-    Some(v.instructions? / raw)
-}
-
-/// The report as text.
-pub fn render(r: &CallcostReport) -> String {
-    let mut out = format!(
-        "expense of read_iter (seed 003): the same cached 4 KiB page read over and over, buffered\n\
-         {} ({}); {:.1} s x {} per variant; {} UTC\n\
-         ns/call: median ± relative std dev; vs raw: median of per-repetition ratios to raw pread\n\
-         instructions: user space only, from callgrind ({}); the kernel's share is not counted\n\n",
-        r.meta.fs,
-        r.meta.kernel,
-        r.runtime_s,
-        r.repeat,
-        r.meta.date_utc,
-        r.valgrind.as_deref().unwrap_or("valgrind not installed: no counts"),
-    );
-    let mut t = Table::new([
-        "variant",
-        "ns/call",
-        "vs raw",
-        "instructions/call",
-        "vs raw",
-        "added",
-    ]);
-    let raw_instr = r
-        .variants
-        .iter()
-        .find(|x| x.variant == Variant::RawPread)
-        .and_then(|x| x.instructions);
-    for v in &r.variants {
-        t.row([
-            v.name.clone(),
-            format!("{:.0} ±{:.0}%", v.ns.median, v.ns.relative_spread() * 100.0),
-            ratio_to_raw(r, v).map_or("-".into(), |x| format!("{x:.3}x")),
-            v.instructions.map_or("-".into(), |x| format!("{x:.1}")),
-            instr_ratio(r, v).map_or("-".into(), |x| format!("{x:.3}x")),
-            match (v.instructions, raw_instr) {
-                (Some(a), Some(b)) => format!("{:+.1}", a - b),
-                _ => "-".into(),
-            },
-        ]);
-    }
-    out += &t.to_string();
-    out += "\nThe seed (NVFS, perf): the read_iter path took 12% of cycles against 2.7% for the plain read path;\n\
-            reading through ->read was about 10% faster than through ->read_iter for one 4 KiB buffer.\n";
-    out += "\nTargets\n";
-    for t in targets(r) {
-        out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
-    }
-    out
-}
-
-/// The issue's targets: instructions where counted, else time.
-pub fn targets(r: &CallcostReport) -> Vec<crate::harness::target::Target> {
-    let mut out = Vec::new();
-    for (v, limit) in [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)] {
-        let Some(f) = r.variants.iter().find(|x| x.variant == v) else {
-            continue;
-        };
-        if let Some(x) = instr_ratio(r, f) {
-            out.push(crate::harness::target::Target {
-                text: format!(
-                    "{}: {x:.3}x the instructions of the raw pread loop (want <= {limit:.2}x)",
-                    v.name()
-                ),
-                met: x <= limit,
-            });
-        }
-        if let Some(x) = ratio_to_raw(r, f) {
-            out.push(crate::harness::target::Target {
-                text: format!(
-                    "{}: {x:.3}x the time of the raw pread loop (want <= {limit:.2}x)",
-                    v.name()
-                ),
-                met: x <= limit,
-            });
-        }
-    }
-    out
 }

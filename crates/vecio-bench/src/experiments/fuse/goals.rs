@@ -8,7 +8,7 @@ use super::workload::Op;
 use super::{
     cell, ratio, subjects, Cell, NATIVE, VECIO, VECIO_PASSTHROUGH_DIRECT, VECIO_PER_SEGMENT,
 };
-use crate::harness::target::Target;
+use crate::experiment::Target;
 
 /// A ratio the issue asks of vecio fuse against a peer, as measured; [`Goal::target`] judges it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ impl Goal {
         let got = if self.only_vecio_works {
             "only vecio works".to_string()
         } else {
-            crate::report::fmt::ratio(self.got)
+            crate::experiment::table::ratio(self.got)
         };
         Some(Target {
             text: format!("{}: {got} (want >= {:.2}x)", self.what, self.want),

@@ -6,57 +6,97 @@
 //! buffered (not `O_DIRECT`) calls through `vecio fuse` with and without `FUSE_PASSTHROUGH`.
 
 mod goals;
-mod render;
-pub mod section;
 pub mod subjects;
+mod view;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::options::{parse_size, Common};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::stats::{paired_median, Summary};
 use goals::targets;
 pub use goals::Goal;
-pub use render::render;
 use subjects::{Kind, Subject};
 use workload::Op;
 
 /// Options of `vecio bench fuse`.
-#[derive(Debug, Clone)]
+#[derive(Args, Debug, Clone)]
 pub struct FuseOptions {
-    /// Directory for the source tree and mount points (default: the current directory).
-    pub dir: Option<PathBuf>,
-    /// Bytes of the data file.
+    /// Where (the source tree and the mount points), how long, how often.
+    #[command(flatten)]
+    pub common: Common,
+    /// Bytes of the data file (k, M, G suffixes).
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
     pub size: u64,
-    /// Time per measurement.
-    pub runtime: Duration,
-    /// Repetitions.
-    pub repeat: u32,
-    /// Measure the libfuse examples.
-    pub libfuse: bool,
-    /// Measure buffered calls with and without FUSE_PASSTHROUGH.
-    pub buffered: bool,
-    /// A `passthrough_hp` binary built from libfuse's sources, measured with and without its
-    /// passthrough (Debian's libfuse has no such example).
+    /// Do not build and measure the libfuse passthrough examples.
+    #[arg(long)]
+    pub no_libfuse: bool,
+    /// Also measure this `passthrough_hp` binary (built from libfuse's sources; Debian's
+    /// libfuse has no such example), with and without its passthrough.
+    #[arg(long = "libfuse-hp", value_name = "PATH")]
     pub passthrough_hp: Option<PathBuf>,
+    /// Skip the buffered table (FUSE_PASSTHROUGH against the plain path).
+    #[arg(long)]
+    pub no_buffered: bool,
 }
 
-impl Default for FuseOptions {
-    fn default() -> Self {
-        FuseOptions {
-            dir: None,
-            size: 256 << 20,
-            runtime: Duration::from_secs(5),
-            repeat: 3,
-            libfuse: true,
-            buffered: true,
-            passthrough_hp: None,
+/// The experiment.
+pub struct Fuse;
+
+impl Experiment for Fuse {
+    const KEY: &'static str = "fuse";
+    const ABOUT: &'static str = "FUSE scatter-gather direct I/O (2012): 32 x 4 KiB O_DIRECT \
+        preadv/pwritev through vecio fuse, its per-segment mode, the libfuse examples, and natively";
+    const FIELDS: &'static [&'static str] = &["cells", "subjects", "max_pages_limit"];
+    type Options = FuseOptions;
+    type Report = FuseReport;
+
+    fn seed() -> &'static Seed {
+        &view::SEED
+    }
+
+    fn preset(o: &mut FuseOptions, p: &Preset) {
+        o.common.dir = p.dir.clone();
+        o.size = p.size(64 << 20, 256 << 20);
+        o.common.runtime = p.runtime(0.5, 5.0);
+        o.common.repeat = p.repeat(2, 3);
+    }
+
+    /// The working cells (the Debian libfuse examples refuse 4 of their 6 O_DIRECT cells with
+    /// EINVAL at once), a mount and an unmount per subject, the one-time build of the libfuse
+    /// examples (about 0.5 s of gcc here) and the fill.
+    fn estimate(o: &FuseOptions) -> Duration {
+        let libfuse = !o.no_libfuse
+            && Path::new(subjects::LIBFUSE_EXAMPLES)
+                .join("passthrough_ll.c")
+                .exists();
+        // native, vecio, per-segment and uring, each reading and writing.
+        let (mut cells, mut subjects) = (8.0, 4.0);
+        if libfuse {
+            (cells, subjects) = (cells + 2.0, subjects + 3.0);
         }
+        if !o.no_buffered {
+            (cells, subjects) = (cells + 8.0, subjects + 1.0);
+        }
+        let measure = cells * o.common.repeat as f64 * (o.common.runtime.as_secs_f64() + 0.02);
+        let build = if libfuse { 1.0 } else { 0.0 };
+        Duration::from_secs_f64(measure + subjects * 0.1 + build + o.size as f64 / 400e6)
+    }
+
+    fn cannot_run(_o: &FuseOptions) -> Option<String> {
+        cannot_run()
+    }
+
+    fn run(opts: &FuseOptions, env: &Env) -> Result<FuseReport> {
+        run(opts, &env.vecio)
     }
 }
 
@@ -177,7 +217,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         rustix::process::geteuid().is_root(),
         "the FUSE experiment mounts file systems: run it as root"
     );
-    let dir = match &opts.dir {
+    let dir = match &opts.common.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
@@ -188,8 +228,8 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     let file_name = "data";
     fill(&src.join(file_name), opts.size).context("preparing the data file")?;
     let (libfuse_bins, libfuse) = libfuse_peers(opts);
-    let subjects = subjects(&libfuse_bins, opts.buffered);
-    let plan = plan(&subjects, opts.buffered);
+    let subjects = subjects(&libfuse_bins, !opts.no_buffered);
+    let plan = plan(&subjects, !opts.no_buffered);
     let mut mounted = Vec::new();
     for (i, s) in subjects.iter().enumerate() {
         let mp = tmp.path().join(format!("mnt{i}"));
@@ -212,8 +252,8 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     Ok(FuseReport {
         meta: RunMeta::collect(&src.join(file_name)),
         size: opts.size,
-        runtime_s: opts.runtime.as_secs_f64(),
-        repeat: opts.repeat,
+        runtime_s: opts.common.runtime.as_secs_f64(),
+        repeat: opts.common.repeat,
         max_pages_limit: max_pages_limit(),
         libfuse,
         subjects,
@@ -232,7 +272,7 @@ fn libfuse_peers(
         "vecio-libfuse-examples-{}",
         libfuse_version().unwrap_or_default()
     ));
-    let (mut libfuse_bins, libfuse) = if opts.libfuse {
+    let (mut libfuse_bins, libfuse) = if !opts.no_libfuse {
         match subjects::build_libfuse_examples(&cache) {
             Ok(b) => (b, Ok(libfuse_version().unwrap_or_else(|| "unknown".into()))),
             Err(why) => (Vec::new(), Err(why)),
@@ -263,7 +303,7 @@ fn empty_cells(plan: &[(usize, bool)], subjects: &[Subject]) -> Vec<Cell> {
         .collect()
 }
 
-/// Measures every cell `opts.repeat` times through its subject's mount; a cell whose calls
+/// Measures every cell `opts.common.repeat` times through its subject's mount; a cell whose calls
 /// fail keeps the error and is not measured again.
 fn measure_all(
     cells: &mut [Cell],
@@ -273,9 +313,9 @@ fn measure_all(
 ) {
     let phase = Phase::timed(
         "bench fuse",
-        opts.runtime * (cells.len() as u32 * opts.repeat),
+        opts.common.runtime * (cells.len() as u32 * opts.common.repeat),
     );
-    for _ in 0..opts.repeat {
+    for _ in 0..opts.common.repeat {
         for cell in cells.iter_mut() {
             if cell.error.is_some() {
                 continue;
@@ -289,7 +329,7 @@ fn measure_all(
                 cell.op,
                 cell.direct,
                 opts.size,
-                opts.runtime,
+                opts.common.runtime,
             ) {
                 Ok(mb) => cell.samples.push(mb),
                 Err(e) => cell.error = Some(errno_name(&e)),

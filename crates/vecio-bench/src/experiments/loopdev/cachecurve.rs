@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::pagecache::CacheSnapshot;
+use vecio_host::pagecache::CacheSnapshot;
 
 /// One point of the curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -71,26 +71,6 @@ impl CacheSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn curve_follows_a_file_into_the_cache() -> anyhow::Result<()> {
-        // Beside the crate, not in /tmp: tmpfs has no disk to evict to.
-        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR"))?;
-        let p = dir.path().join("curve");
-        std::fs::write(&p, vec![9u8; 4 << 20])?;
-        crate::harness::pagecache::flush_and_evict(&p)?;
-        let s = CacheSampler::start(&p, Duration::from_millis(20));
-        std::thread::sleep(Duration::from_millis(60));
-        crate::harness::pagecache::warm(&p)?;
-        std::thread::sleep(Duration::from_millis(60));
-        let curve = s.stop();
-        assert!(curve.len() >= 3, "{curve:?}");
-        assert!(curve.windows(2).all(|w| w[0].t_s <= w[1].t_s));
-        let last = curve.last().map_or(0, |p| p.file_resident);
-        assert!(last >= 3 << 20, "warm file resident at the end: {curve:?}");
-        assert!(curve[0].file_resident < last, "{curve:?}");
-        Ok(())
-    }
 
     #[test]
     fn interval_is_clamped() {

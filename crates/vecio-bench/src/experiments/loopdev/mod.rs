@@ -15,30 +15,31 @@
 //! resident pages and of the system's `Cached:` over the measurement is recorded.
 
 pub mod cachecurve;
-mod render;
-pub mod section;
 mod subjects;
 pub mod tls;
+mod view;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::options::{parse_size, Common, Source};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::experiments::loopdev::cachecurve::{CachePoint, CacheSampler};
 use crate::harness::diskstat::DiskProbe;
 use crate::harness::fio::{FioEngine, FioJob, FioResult};
 use crate::harness::meta::RunMeta;
-use crate::harness::pagecache::{self, CacheSnapshot};
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::{find_program, ServerProcess};
 use crate::harness::stats::{median, paired_median, Summary};
+use vecio_host::pagecache::{self, CacheSnapshot};
 
-pub use render::{render, targets};
 pub use subjects::{Job, Subject};
 
 /// Requests fio keeps in flight in every job.
@@ -47,31 +48,70 @@ pub const DEPTH: u32 = 32;
 /// Smallest image the experiment accepts.
 pub const MIN_SIZE: u64 = 8 << 20;
 
-/// Options of `vecio bench loop`.
-#[derive(Debug, Clone)]
+/// Options of `vecio bench loop`. The image's resident pages are counted for regular files
+/// only (a block device shows 0).
+#[derive(Args, Debug, Clone)]
 pub struct LoopOptions {
-    /// Image to serve (its data is overwritten by the write jobs); `None` creates a scratch file.
-    /// The image's resident pages are counted for regular files only (a block device shows 0).
-    pub file: Option<PathBuf>,
-    /// Directory for the scratch image (default: the current directory).
-    pub dir: Option<PathBuf>,
-    /// Bytes of the image the jobs cover.
+    /// Where, how long, how often.
+    #[command(flatten)]
+    pub common: Common,
+    /// The image to serve, if not a scratch file (its data is overwritten by the write jobs).
+    #[command(flatten)]
+    pub source: Source,
+    /// Bytes of the image the jobs cover (k, M, G suffixes).
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
     pub size: u64,
-    /// Time per measurement.
-    pub runtime: Duration,
-    /// Repetitions of the whole table (the spread comes from these).
-    pub repeat: u32,
+    /// Leave the experiment out (`bench all --no-fio`: fio is its client).
+    #[arg(skip)]
+    pub no_fio: bool,
 }
 
-impl Default for LoopOptions {
-    fn default() -> Self {
-        LoopOptions {
-            file: None,
-            dir: None,
-            size: 1 << 30,
-            runtime: Duration::from_secs(5),
-            repeat: 3,
+/// The experiment.
+pub struct Loop;
+
+impl Experiment for Loop {
+    const KEY: &'static str = "loop";
+    const ABOUT: &'static str =
+        "Loop device with direct and async I/O (2015): one image over NBD, \
+        vecio nbd direct and buffered, qemu-nbd and nbdkit, driven by fio's nbd engine; then \
+        vecio nbd and qemu-nbd plain and over TLS, read by nbdcopy and a libnbd driver";
+    const FIELDS: &'static [&'static str] = &["cells", "servers"];
+    type Options = LoopOptions;
+    type Report = LoopReport;
+
+    fn seed() -> &'static Seed {
+        &view::SEED
+    }
+
+    fn command(cmd: clap::Command) -> clap::Command {
+        cmd.mut_arg("file", |a| a.conflicts_with("dir"))
+    }
+
+    fn preset(o: &mut LoopOptions, p: &Preset) {
+        o.common.dir = p.dir.clone();
+        o.size = p.size(256 << 20, 1 << 30);
+        o.common.runtime = p.runtime(0.7, 5.0);
+        o.common.repeat = p.repeat(1, 3);
+        o.no_fio = p.no_fio;
+    }
+
+    /// Five subjects on four jobs per repetition, 0.25 s each to start and stop a server, 3 s
+    /// of idle starts, the fill, and the TLS rows.
+    fn estimate(o: &LoopOptions) -> Duration {
+        let steps = (o.common.repeat * 5 * 4) as f64;
+        let secs = steps * (o.common.runtime.as_secs_f64() + 0.25) + 3.0 + o.size as f64 / 400e6;
+        Duration::from_secs_f64(secs) + tls::estimate(o)
+    }
+
+    fn cannot_run(o: &LoopOptions) -> Option<String> {
+        if o.no_fio {
+            return Some("--no-fio was given and fio is its NBD client".into());
         }
+        client_missing()
+    }
+
+    fn run(opts: &LoopOptions, env: &Env) -> Result<LoopReport> {
+        run(opts, &env.vecio)
     }
 }
 
@@ -232,6 +272,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     if let Some(why) = client_missing() {
         bail!("{why}");
     }
+    opts.source.check()?;
     if opts.size < MIN_SIZE {
         bail!("--size must be at least {} MiB", MIN_SIZE >> 20);
     }
@@ -254,8 +295,8 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     Ok(LoopReport {
         meta: RunMeta::collect(&image),
         size,
-        runtime_s: opts.runtime.as_secs_f64(),
-        repeat: opts.repeat,
+        runtime_s: opts.common.runtime.as_secs_f64(),
+        repeat: opts.common.repeat,
         depth: DEPTH,
         mem_total: pagecache::meminfo_bytes("MemTotal").unwrap_or(0),
         servers,
@@ -272,8 +313,8 @@ fn summary(v: impl Iterator<Item = f64>) -> Summary {
 fn prepare_image(opts: &LoopOptions) -> Result<ScratchFile> {
     ScratchFile::prepare_with_bar(
         "preparing image",
-        opts.dir.as_deref(),
-        opts.file.clone(),
+        opts.common.dir.as_deref(),
+        opts.source.file.clone(),
         opts.size,
     )
 }
@@ -367,11 +408,11 @@ impl Lab<'_> {
     ) -> Result<Vec<Cell>> {
         let mut subjects: Vec<Subject> = servers.iter().map(|s| s.subject).collect();
         subjects.push(Subject::FioDirect);
-        let steps = opts.repeat as usize * subjects.len() * Job::ALL.len();
-        let phase = Phase::timed("bench loop", opts.runtime * steps as u32);
+        let steps = opts.common.repeat as usize * subjects.len() * Job::ALL.len();
+        let phase = Phase::timed("bench loop", opts.common.runtime * steps as u32);
         let mut samples = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
         let mut curves = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
-        for _ in 0..opts.repeat {
+        for _ in 0..opts.common.repeat {
             for (ji, &job) in Job::ALL.iter().enumerate() {
                 for (si, &subject) in subjects.iter().enumerate() {
                     let idle = servers
@@ -379,7 +420,7 @@ impl Lab<'_> {
                         .find(|s| s.subject == subject)
                         .map(|s| s.idle);
                     let (s, curve) = self
-                        .measure(subject, job, size, opts.runtime, idle)
+                        .measure(subject, job, size, opts.common.runtime, idle)
                         .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
                     samples[si][ji].push(s);
                     curves[si][ji] = curve;

@@ -199,13 +199,12 @@ impl Job {
         }
     }
 
-    /// The seed's column for this job.
-    pub fn seed_column(self) -> &'static str {
-        match self {
-            Job::RandRead4k => "randread",
-            Job::RandWrite4k => "randwrite",
-            Job::Read128k => "read",
-            Job::Write128k => "write",
+    /// The unit of its headline figure: `IOPS` or `MB/s`.
+    pub fn unit(self) -> &'static str {
+        if self.in_iops() {
+            "IOPS"
+        } else {
+            "MB/s"
         }
     }
 

@@ -53,7 +53,7 @@ fn engine_for(config: Config, opts: &NowaitOptions) -> Result<Box<dyn Engine>> {
     })
 }
 
-/// One workload through one configuration for `opts.runtime`.
+/// One workload through one configuration for `opts.common.runtime`.
 pub(super) fn measure(
     files: &Files,
     w: Workload,
@@ -79,7 +79,7 @@ pub(super) fn measure(
             // Reads served inline complete at once and come straight back here: look at the
             // clock now and then, not only when waiting.
             issued += 1;
-            if issued % 64 == 0 && t0.elapsed() >= opts.runtime {
+            if issued % 64 == 0 && t0.elapsed() >= opts.common.runtime {
                 break 'run;
             }
             if !issue(&mut q, &handles, &mut tally, slot, picker.next(rng)) {
@@ -88,7 +88,7 @@ pub(super) fn measure(
             q.reap(&mut done);
             tally.take(&mut done, &mut to_issue);
         }
-        if t0.elapsed() >= opts.runtime || tally.result.is_err() {
+        if t0.elapsed() >= opts.common.runtime || tally.result.is_err() {
             break;
         }
         if let Err(e) = q.submit_and_wait(1) {

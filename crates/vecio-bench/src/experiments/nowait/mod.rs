@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use hdrhistogram::Histogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -21,46 +22,71 @@ use vecio::engine::{PoolEngine, PoolOptions, UringEngine, UringOptions};
 use vecio::{Completion, Direct, Engine, FastReadPolicy, File, OwnedBuf, Queue, RwFlags};
 use vecio::fast_read::{FastReadMode, FastReadStats};
 
+use crate::experiment::options::{parse_count, parse_size, Common};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::experiments::nowait::zipf::Zipf;
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::Summary;
-use crate::harness::{pagecache, table::Table};
+use vecio_host::pagecache;
 
 /// Bytes per read.
 pub const READ: usize = 16 * 1024;
 
 /// Options of `vecio bench nowait`.
-#[derive(Debug, Clone)]
+#[derive(Args, Debug, Clone)]
 pub struct NowaitOptions {
-    /// Directory for the three scratch files (default: the current directory).
-    pub dir: Option<PathBuf>,
+    /// Where, how long, how often.
+    #[command(flatten)]
+    pub common: Common,
     /// Size of the medium, mostly cached file (f1).
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
     pub medium: u64,
-    /// Size of each large file (f2, f3).
+    /// Size of each large file (f2 random uncached, f3 sequential).
+    #[arg(long = "size", default_value = "2G", value_parser = parse_size)]
     pub large: u64,
-    /// Time per measurement.
-    pub runtime: Duration,
-    /// Repetitions.
-    pub repeat: u32,
-    /// Reads kept in flight by the event loop.
+    /// Reads the event loop keeps in flight.
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
     pub depth: usize,
     /// Worker threads of the pool.
+    #[arg(long, default_value_t = 4, value_parser = parse_count)]
     pub threads: usize,
 }
 
-impl Default for NowaitOptions {
-    fn default() -> Self {
-        NowaitOptions {
-            dir: None,
-            medium: 256 << 20,
-            large: 2 << 30,
-            runtime: Duration::from_secs(5),
-            repeat: 3,
-            depth: 32,
-            threads: 4,
-        }
+/// The experiment.
+pub struct Nowait;
+
+impl Experiment for Nowait {
+    const KEY: &'static str = "nowait";
+    const ABOUT: &'static str =
+        "preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool";
+    const FIELDS: &'static [&'static str] = &["workloads"];
+    type Options = NowaitOptions;
+    type Report = NowaitReport;
+
+    fn seed() -> &'static Seed {
+        &view::SEED
+    }
+
+    fn preset(o: &mut NowaitOptions, p: &Preset) {
+        o.common.dir = p.dir.clone();
+        o.medium = p.medium();
+        o.large = p.size(256 << 20, 2 << 30);
+        o.common.runtime = p.runtime(0.5, 5.0);
+        o.common.repeat = p.repeat(2, 3);
+    }
+
+    /// Sixteen cells per repetition and the raw baseline, 50 ms each to set the cache, and
+    /// the fill of the three files.
+    fn estimate(o: &NowaitOptions) -> Duration {
+        let steps = (16 * o.common.repeat + 1) as f64;
+        let fill = (o.medium + 2 * o.large) as f64 / 400e6;
+        Duration::from_secs_f64(steps * (o.common.runtime.as_secs_f64() + 0.05) + fill)
+    }
+
+    fn run(opts: &NowaitOptions, _env: &Env) -> Result<NowaitReport> {
+        run(opts)
     }
 }
 
@@ -314,7 +340,7 @@ struct Files {
 
 fn prepare(opts: &NowaitOptions) -> Result<Files> {
     let total = opts.medium + 2 * opts.large;
-    let parent = match &opts.dir {
+    let parent = match &opts.common.dir {
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
@@ -323,9 +349,10 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
     let mut scratch = Vec::new();
     let mut base = 0;
     for size in [opts.medium, opts.large, opts.large] {
-        let s = ScratchFile::prepare_with_progress(opts.dir.as_deref(), None, size, &mut |d| {
-            phase.set_position(base + d)
-        })?;
+        let s =
+            ScratchFile::prepare_with_progress(opts.common.dir.as_deref(), None, size, &mut |d| {
+                phase.set_position(base + d)
+            })?;
         base += size;
         scratch.push(s);
     }
@@ -351,7 +378,7 @@ fn set_cache(files: &Files) -> Result<()> {
         off += 8 << 20;
     }
     pagecache::evict(&files.paths[1])?;
-    pagecache::evict(&files.paths[2])
+    Ok(pagecache::evict(&files.paths[2])?)
 }
 
 /// Runs the experiment.
@@ -360,18 +387,18 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
         bail!("file sizes must be at least {} bytes", 64 * READ);
     }
     let files = prepare(opts)?;
-    let steps = Config::ALL.len() * Workload::ALL.len() * opts.repeat as usize + 1;
-    let phase = Phase::timed("bench nowait", opts.runtime * steps as u32);
+    let steps = Config::ALL.len() * Workload::ALL.len() * opts.common.repeat as usize + 1;
+    let phase = Phase::timed("bench nowait", opts.common.runtime * steps as u32);
     let mut rng = SmallRng::seed_from_u64(0x0002_0015);
     let blocks = |size: u64| size / READ as u64;
     let zipf = Zipf::new(blocks(opts.medium), 1.1, &mut rng);
 
     set_cache(&files)?;
-    let raw_preadv2 = raw_baseline(&files.paths[0], &zipf, opts.runtime, &mut rng)?;
+    let raw_preadv2 = raw_baseline(&files.paths[0], &zipf, opts.common.runtime, &mut rng)?;
 
     let mut cells: Vec<Vec<Vec<Run>>> =
         vec![vec![Vec::new(); Config::ALL.len()]; Workload::ALL.len()];
-    for _ in 0..opts.repeat {
+    for _ in 0..opts.common.repeat {
         for (wi, &w) in Workload::ALL.iter().enumerate() {
             for (ci, &c) in Config::ALL.iter().enumerate() {
                 set_cache(&files)?;
@@ -401,8 +428,8 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
         large: opts.large,
         depth: opts.depth,
         threads: opts.threads,
-        runtime_s: opts.runtime.as_secs_f64(),
-        repeat: opts.repeat,
+        runtime_s: opts.common.runtime.as_secs_f64(),
+        repeat: opts.common.repeat,
         raw_preadv2,
         workloads,
     })
@@ -449,7 +476,6 @@ fn merge(config: Config, runs: &[Run]) -> Cell {
 mod event_loop;
 use event_loop::{measure, raw_baseline};
 
-mod report;
-pub mod section;
+mod view;
+pub use view::SEED;
 pub mod zipf;
-pub use report::{render, targets};

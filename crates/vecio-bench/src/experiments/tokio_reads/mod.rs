@@ -6,46 +6,79 @@
 //! with `pread`, as `tokio::fs` does), through vecio-tokio, and through tokio-uring (its own
 //! single-threaded io_uring runtime) for comparison.
 
-use std::path::PathBuf;
 use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::experiment::options::{parse_count, parse_size, Common};
+use crate::experiment::{Env, Experiment, Preset, Seed};
+
+mod run;
+mod uring_path;
+mod view;
+pub use run::{run, Cell, TokioReport};
 
 /// Bytes per read.
 pub const READ: usize = 16 * 1024;
 
 /// Options of `vecio bench tokio`.
-#[derive(Debug, Clone)]
+#[derive(Args, Debug, Clone)]
 pub struct TokioOptions {
-    /// Directory for the scratch files (default: the current directory).
-    pub dir: Option<PathBuf>,
+    /// Where, how long, how often.
+    #[command(flatten)]
+    pub common: Common,
     /// Size of the cached file.
+    #[arg(long, default_value = "64M", value_parser = parse_size)]
     pub medium: u64,
-    /// Size of the large (uncached / direct) file.
+    /// Size of the large (uncached, O_DIRECT) file.
+    #[arg(long = "size", default_value = "1G", value_parser = parse_size)]
     pub large: u64,
-    /// Time per measurement.
-    pub runtime: Duration,
-    /// Repetitions.
-    pub repeat: u32,
     /// Tasks in flight.
+    #[arg(long, default_value_t = 32, value_parser = parse_count)]
     pub tasks: usize,
-    /// tokio::fs and vecio-tokio on a current-thread runtime (default: multi-threaded, as an
-    /// ordinary service runs).
+    /// Run the tokio::fs and vecio-tokio paths on a current-thread runtime instead of the
+    /// multi-threaded one (tokio-uring always runs its own single thread).
+    #[arg(long)]
     pub current_thread: bool,
 }
 
-impl Default for TokioOptions {
-    fn default() -> Self {
-        TokioOptions {
-            dir: None,
-            medium: 64 << 20,
-            large: 1 << 30,
-            runtime: Duration::from_secs(3),
-            repeat: 3,
-            tasks: 32,
-            current_thread: false,
-        }
+/// The experiment.
+pub struct Tokio;
+
+impl Experiment for Tokio {
+    const KEY: &'static str = "tokio";
+    const ABOUT: &'static str =
+        "tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, \
+                                 73/18/9 mix (seed 002)";
+    const FIELDS: &'static [&'static str] = &["cells"];
+    type Options = TokioOptions;
+    type Report = TokioReport;
+
+    fn seed() -> &'static Seed {
+        &view::SEED
+    }
+
+    fn command(cmd: clap::Command) -> clap::Command {
+        cmd.mut_arg("runtime", |a| a.default_value("3"))
+    }
+
+    fn preset(o: &mut TokioOptions, p: &Preset) {
+        o.common.dir = p.dir.clone();
+        o.medium = p.medium();
+        o.large = p.size(256 << 20, 1 << 30);
+        o.common.runtime = p.runtime(0.5, 3.0);
+        o.common.repeat = p.repeat(1, 3);
+    }
+
+    /// Six measurements and 0.3 s of set-up each per repetition (the estimate `bench all` has
+    /// used since the experiment came), and the fill of the two files.
+    fn estimate(o: &TokioOptions) -> Duration {
+        let cells = (6 * o.common.repeat) as f64 * (o.common.runtime.as_secs_f64() + 0.3);
+        Duration::from_secs_f64(cells + (o.medium + o.large) as f64 / 400e6)
+    }
+
+    fn run(opts: &TokioOptions, _env: &Env) -> Result<TokioReport> {
+        run(opts)
     }
 }
-
-mod run;
-mod uring_path;
-pub use run::{render, run, targets, Cell, TokioReport};

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
 use super::{TokioOptions, READ};
-use crate::harness::pagecache;
+use crate::harness::meta::RunMeta;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::target::Target;
+use vecio_host::pagecache;
 
 /// One measured cell (scenario x path), its median run and the spread over runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,9 +34,30 @@ pub struct Cell {
     pub mean_us: f64,
 }
 
-/// Every cell of a run.
+/// Every cell of a run, and how it ran (absent from runs recorded before they were kept).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokioReport {
+    /// The run's set-up.
+    #[serde(default)]
+    pub meta: Option<RunMeta>,
+    /// Size of the cached file.
+    #[serde(default)]
+    pub medium: u64,
+    /// Size of the large file.
+    #[serde(default)]
+    pub large: u64,
+    /// Seconds per measurement.
+    #[serde(default)]
+    pub runtime_s: f64,
+    /// Repetitions.
+    #[serde(default)]
+    pub repeat: u32,
+    /// Tasks in flight.
+    #[serde(default)]
+    pub tasks: usize,
+    /// tokio::fs and vecio-tokio ran on a current-thread runtime.
+    #[serde(default)]
+    pub current_thread: bool,
     /// Cells.
     pub cells: Vec<Cell>,
 }
@@ -193,7 +214,7 @@ fn measure(
     if scenario != "cached" {
         pagecache::evict(files.large.path())?;
     }
-    let until = Instant::now() + opts.runtime;
+    let until = Instant::now() + opts.common.runtime;
     let start = Instant::now();
     let (outs, files) = if path == "tokio-uring" {
         super::uring_path::measure(scenario, files, opts, until)?
@@ -249,7 +270,7 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
     }
     .enable_all()
     .build()?;
-    let dir = opts.dir.as_deref();
+    let dir = opts.common.dir.as_deref();
     let mut files = Files {
         medium: ScratchFile::prepare(dir, None, opts.medium)?,
         large: ScratchFile::prepare(dir, None, opts.large)?,
@@ -258,7 +279,7 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
     for scenario in ["cached", "direct", "mix"] {
         for path in PATHS {
             let mut runs = Vec::new();
-            for _ in 0..opts.repeat.max(1) {
+            for _ in 0..opts.common.repeat.max(1) {
                 pagecache::warm(files.medium.path())?;
                 let (bw, lat, f) = measure(&rt, scenario, path, files, opts)?;
                 files = f;
@@ -279,57 +300,14 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
             });
         }
     }
-    Ok(TokioReport { cells })
-}
-
-/// The targets of issue 11: cached p50 at most 1/5 of tokio::fs, direct bandwidth at least
-/// 1.5x, the mix's mean latency at least 30% lower.
-pub fn targets(r: &TokioReport) -> Vec<Target> {
-    let get = |sc: &str, p: &str| r.cells.iter().find(|c| c.scenario == sc && c.path == p);
-    let med = |c: &Cell| c.mib_s.get(c.mib_s.len() / 2).copied().unwrap_or(0.0);
-    let mut out = Vec::new();
-    if let (Some(a), Some(b)) = (get("cached", "tokio::fs"), get("cached", "vecio-tokio")) {
-        let x = b.p50_us / a.p50_us;
-        out.push(Target {
-            text: format!("tokio: cached p50 at most 1/5 of tokio::fs's: {x:.3}x"),
-            met: x <= 0.2,
-        });
-    }
-    if let (Some(a), Some(b)) = (get("direct", "tokio::fs"), get("direct", "vecio-tokio")) {
-        let x = med(b) / med(a);
-        out.push(Target {
-            text: format!("tokio: O_DIRECT bandwidth at least 1.5x tokio::fs's: {x:.2}x"),
-            met: x >= 1.5,
-        });
-    }
-    if let (Some(a), Some(b)) = (get("mix", "tokio::fs"), get("mix", "vecio-tokio")) {
-        let x = 1.0 - b.mean_us / a.mean_us;
-        out.push(Target {
-            text: format!(
-                "tokio: the 73/18/9 mix's mean latency at least 30% below tokio::fs's: {:.0}% lower",
-                x * 100.0
-            ),
-            met: x >= 0.3,
-        });
-    }
-    out
-}
-
-/// The table and the targets (ok/MISS).
-pub fn render(r: &TokioReport) -> String {
-    let mut s = String::from(
-        "scenario  path          MiB/s (median [min-max])   p50 µs   p99 µs  p99.9 µs  mean µs\n",
-    );
-    for c in &r.cells {
-        let med = c.mib_s[c.mib_s.len() / 2];
-        let (lo, hi) = (c.mib_s[0], c.mib_s[c.mib_s.len() - 1]);
-        s += &format!(
-            "{:<9} {:<12} {:>8.0} [{:.0}-{:.0}] {:>14.1} {:>8.1} {:>9.1} {:>8.1}\n",
-            c.scenario, c.path, med, lo, hi, c.p50_us, c.p99_us, c.p999_us, c.mean_us
-        );
-    }
-    for t in targets(r) {
-        s += &format!("target {}: {}\n", t.text, if t.met { "ok" } else { "MISS" });
-    }
-    s
+    Ok(TokioReport {
+        meta: Some(RunMeta::collect(files.large.path())),
+        medium: opts.medium,
+        large: opts.large,
+        runtime_s: opts.common.runtime.as_secs_f64(),
+        repeat: opts.common.repeat,
+        tasks: opts.tasks,
+        current_thread: opts.current_thread,
+        cells,
+    })
 }

@@ -7,21 +7,22 @@
 //! the same pattern with bs=4k psync (the per-segment reference: for random rows, eight 4 KiB
 //! calls per random 32 KiB block, as the serial engine does) and bs=32k psync (the limit).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use vecio::{BufPool, BufPoolOptions, Direct, Engine, EngineKind, File, Region, PAGE_SIZE};
 
+use crate::experiment::options::{parse_size, Common, Source};
+use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::harness::fio::{FioEngine, FioJob, FioResult, FioRw};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::{median, paired_median, Summary};
-use crate::harness::table::Table;
 use measure::measure;
 
 /// Segments per request.
@@ -32,38 +33,61 @@ pub const SEGMENT: usize = 4096;
 pub const REQUEST: usize = SEGMENTS * SEGMENT;
 
 /// Options of `vecio bench writev`.
-#[derive(Debug, Clone)]
+#[derive(Args, Debug, Clone)]
 pub struct WritevOptions {
-    /// File or block device to measure on; `None` creates a scratch file.
-    pub file: Option<PathBuf>,
-    /// Directory for the scratch file (default: the current directory).
-    pub dir: Option<PathBuf>,
-    /// Bytes of the file the requests cover.
+    /// Where, how long, how often.
+    #[command(flatten)]
+    pub common: Common,
+    /// The user's file, if any.
+    #[command(flatten)]
+    pub source: Source,
+    /// Bytes of the file the requests cover (k, M, G suffixes).
+    #[arg(long, default_value = "1G", value_parser = parse_size)]
     pub size: u64,
-    /// Time per measurement.
-    pub runtime: Duration,
-    /// Repetitions of the whole table (the spread comes from these).
-    pub repeat: u32,
     /// Skip the rows that write.
+    #[arg(long)]
     pub read_only: bool,
-    /// Run fio beside vecio when it is installed.
-    pub fio: bool,
-    /// Engines to measure.
+    /// Do not run fio beside vecio.
+    #[arg(long)]
+    pub no_fio: bool,
+    /// Engines to measure, comma-separated (serial, sync, uring).
+    #[arg(long, value_delimiter = ',', default_value = "serial,sync,uring")]
     pub engines: Vec<EngineKind>,
 }
 
-impl Default for WritevOptions {
-    fn default() -> Self {
-        WritevOptions {
-            file: None,
-            dir: None,
-            size: 1 << 30,
-            runtime: Duration::from_secs(5),
-            repeat: 3,
-            read_only: false,
-            fio: true,
-            engines: vec![EngineKind::Serial, EngineKind::Sync, EngineKind::Uring],
-        }
+/// The experiment.
+pub struct Writev;
+
+impl Experiment for Writev {
+    const KEY: &'static str = "writev";
+    const ABOUT: &'static str =
+        "readv/writev rework (2002): 32 KiB = 8 x 4 KiB O_DIRECT requests, serial vs batched";
+    const FIELDS: &'static [&'static str] = &["rows", "meta"];
+    type Options = WritevOptions;
+    type Report = WritevReport;
+
+    fn seed() -> &'static Seed {
+        &view::SEED
+    }
+
+    fn preset(o: &mut WritevOptions, p: &Preset) {
+        o.common.dir = p.dir.clone();
+        o.no_fio = p.no_fio;
+        o.size = p.size(256 << 20, 1 << 30);
+        o.common.runtime = p.runtime(0.5, 5.0);
+        o.common.repeat = p.repeat(2, 3);
+    }
+
+    /// Six rows per engine and fio job and repetition, 0.1 s each to set up, and the fill.
+    fn estimate(o: &WritevOptions) -> Duration {
+        let fio = if o.no_fio { 0 } else { 2 };
+        let steps = (6 * (o.engines.len() + fio) * o.common.repeat as usize) as f64;
+        let secs = steps * (o.common.runtime.as_secs_f64() + 0.1) + o.size as f64 / 400e6;
+        Duration::from_secs_f64(secs)
+    }
+
+    fn run(opts: &WritevOptions, _env: &Env) -> Result<WritevReport> {
+        run(opts)
     }
 }
 
@@ -179,12 +203,6 @@ pub struct EngineFigures {
     pub samples: Vec<Sample>,
 }
 
-impl EngineFigures {
-    fn median_of(&self, f: impl Fn(&Sample) -> f64) -> f64 {
-        median(&self.samples.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
-    }
-}
-
 /// fio's figures for one job over the repetitions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FioFigures {
@@ -240,8 +258,6 @@ impl RowFigures {
     }
 }
 
-impl RowFigures {}
-
 /// Everything `vecio bench writev` measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WritevReport {
@@ -259,6 +275,7 @@ pub struct WritevReport {
 
 /// Runs the experiment.
 pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
+    opts.source.check()?;
     if opts.size < REQUEST as u64 * 16 {
         bail!("--size must be at least {} bytes", REQUEST * 16);
     }
@@ -278,15 +295,16 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     let mut pool = BufPool::new(BufPoolOptions::aligned(PAGE_SIZE).with_region(REQUEST));
     let region = pool.region().context("a request region")?.clone();
     let mut engines = build_engines(&opts.engines, &region)?;
-    let fio_on = opts.fio && crate::harness::fio::fio_version().is_some();
-    let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.repeat as usize;
-    let phase = Phase::timed("bench writev", opts.runtime * steps as u32);
+    let fio_on = !opts.no_fio && crate::harness::fio::fio_version().is_some();
+    let steps =
+        rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.common.repeat as usize;
+    let phase = Phase::timed("bench writev", opts.common.runtime * steps as u32);
 
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
     let mut fio4: Vec<Vec<FioResult>> = vec![Vec::new(); rows.len()];
     let mut fio32: Vec<Vec<FioResult>> = vec![Vec::new(); rows.len()];
     let mut rng = SmallRng::seed_from_u64(0x0005_eed0);
-    for _rep in 0..opts.repeat {
+    for _rep in 0..opts.common.repeat {
         for (ri, &row) in rows.iter().enumerate() {
             for (ei, engine) in engines.iter_mut().enumerate() {
                 let s = measure(
@@ -295,15 +313,21 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
                     &mut pool,
                     row,
                     size,
-                    opts.runtime,
+                    opts.common.runtime,
                     &mut rng,
                 )
                 .with_context(|| format!("{} through the {} engine", row.name(), engine.name()))?;
                 samples[ri][ei].push(s);
             }
             if fio_on {
-                fio4[ri].push(fio_job(&path, row, 4096, size, opts.runtime)?);
-                fio32[ri].push(fio_job(&path, row, REQUEST as u64, size, opts.runtime)?);
+                fio4[ri].push(fio_job(&path, row, 4096, size, opts.common.runtime)?);
+                fio32[ri].push(fio_job(
+                    &path,
+                    row,
+                    REQUEST as u64,
+                    size,
+                    opts.common.runtime,
+                )?);
             }
         }
     }
@@ -314,8 +338,8 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     Ok(WritevReport {
         meta: RunMeta::collect(&path),
         size,
-        runtime_s: opts.runtime.as_secs_f64(),
-        repeat: opts.repeat,
+        runtime_s: opts.common.runtime.as_secs_f64(),
+        repeat: opts.common.repeat,
         rows,
     })
 }
@@ -365,8 +389,8 @@ fn figures(
 fn prepare_file(opts: &WritevOptions) -> Result<ScratchFile> {
     ScratchFile::prepare_with_bar(
         "preparing scratch file",
-        opts.dir.as_deref(),
-        opts.file.clone(),
+        opts.common.dir.as_deref(),
+        opts.source.file.clone(),
         opts.size,
     )
 }
@@ -430,6 +454,4 @@ fn fio_figures(job: &str, results: &[FioResult]) -> Option<FioFigures> {
 }
 
 mod measure;
-mod report;
-pub mod section;
-pub use report::{render, targets, Target};
+mod view;

@@ -18,8 +18,7 @@
 
 #[cfg(test)]
 pub(crate) mod fixture;
-mod render;
-pub(crate) mod section;
+pub(crate) mod view;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -30,14 +29,14 @@ use serde::{Deserialize, Serialize};
 use super::{Job, Lab, LoopOptions, Subject, DEPTH};
 use crate::harness::certs::{self, Certificates};
 use crate::harness::libnbd::{self, ClientRun, Endpoint};
-use crate::harness::pagecache;
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::find_program;
 use crate::harness::stats::{median, paired_median, Summary};
+use vecio_host::pagecache;
 
-pub use render::{render, targets, MAX_COST, WANT_VS_QEMU};
+pub use view::{MAX_COST, WANT_VS_QEMU};
 
 /// Largest image the TLS rows read: the reference figures are of a 256 MiB image.
 pub const TLS_IMAGE: u64 = 256 << 20;
@@ -212,7 +211,7 @@ pub fn estimate(opts: &LoopOptions) -> Duration {
         0.0
     };
     let setup = Duration::from_secs_f64(fill + 1.5);
-    measure_estimate(opts.runtime, image, opts.repeat) + setup
+    measure_estimate(opts.common.runtime, image, opts.common.repeat) + setup
 }
 
 /// How long the measurements should take: four random-read cells of `runtime`, four
@@ -238,7 +237,7 @@ pub(super) fn run(
         let bar = "preparing TLS image";
         Some(ScratchFile::prepare_with_bar(
             bar,
-            opts.dir.as_deref(),
+            opts.common.dir.as_deref(),
             None,
             TLS_IMAGE,
         )?)
@@ -260,18 +259,18 @@ pub(super) fn run(
         certs,
         python: python.clone(),
         image_len: image.len(),
-        runtime: opts.runtime,
+        runtime: opts.common.runtime,
     };
     let idle = match bench.idle_costs()? {
         Ok(idle) => idle,
         Err(why) => return Ok(TlsReport::skipped(why)),
     };
-    let samples = bench.measure_all(opts.repeat, &idle)?;
+    let samples = bench.measure_all(opts.common.repeat, &idle)?;
     Ok(TlsReport {
         skipped: None,
         image_size: image.len(),
         depth: DEPTH,
-        runtime_s: opts.runtime.as_secs_f64(),
+        runtime_s: opts.common.runtime.as_secs_f64(),
         clients: libnbd::versions(&python),
         cells: cells(samples),
     })

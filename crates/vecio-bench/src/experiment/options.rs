@@ -1,0 +1,227 @@
+//! Options several experiments share, defined once: where scratch files go, how long and how
+//! often to measure, where the figures go ([`Common`]); the user's file ([`Source`]); and the
+//! presets and overrides of `bench all` ([`Preset`]). Numbers on the command line are byte
+//! sizes (`4096`, `4k`, `256M`, `1G`, `1GiB`, powers of 1024), counts and seconds; each parser
+//! refuses zero, so clap reports it as a usage error (exit status 2) before anything runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// An error in what the user asked for, found after the command line was parsed: the bench
+/// exits with status 2 for it, as for a parse error.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Options every experiment takes. An experiment with other defaults sets them in
+/// [`super::Experiment::command`].
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Directory for the scratch files (default: the current directory; tmpfs is no good for
+    /// direct I/O).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Seconds per measurement.
+    #[arg(long, default_value = "5", value_parser = parse_seconds)]
+    pub runtime: Duration,
+    /// Repetitions (the spread in the tables comes from these).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Write every figure to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// The user's own file or block device, instead of a scratch file.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Source {
+    /// File or block device to measure on (its data is overwritten by the rows and jobs that
+    /// write). Default: a scratch file in a temporary directory.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Create --file when it does not exist (filled, then removed when the run ends).
+    #[arg(long, requires = "file")]
+    pub create: bool,
+}
+
+impl Source {
+    /// Refuses a `--file` that does not exist unless `--create` was given: a typo in a device
+    /// name must not turn into a gigabyte-sized file beside it.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let Some(path) = &self.file else {
+            return Ok(());
+        };
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !self.create => {
+                Err(UsageError(format!(
+                    "--file {}: no such file; give --create to have vecio create it for this run \
+                     (and remove it afterwards)",
+                    path.display()
+                ))
+                .into())
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(anyhow::Error::new(e).context(format!("--file {}", path.display())))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `bench all`'s options: the quick or full presets, and overrides of them.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Preset {
+    /// A short run (under 3 minutes on 2 cores): small files, half-second measurements.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory for scratch files (default: the current directory).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Do not run fio beside vecio.
+    #[arg(long)]
+    pub no_fio: bool,
+    /// Seconds per measurement, overriding the preset (callcost's at most 1 s).
+    #[arg(long, value_parser = parse_seconds)]
+    pub runtime: Option<Duration>,
+    /// Bytes of each scratch file, overriding the preset (k, M, G suffixes).
+    #[arg(long, value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// Repetitions, overriding the preset.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: Option<u32>,
+    /// Do not count instructions with callgrind.
+    #[arg(long)]
+    pub no_callgrind: bool,
+}
+
+impl Preset {
+    /// Seconds per measurement: `quick` or `full` as the preset says, unless overridden.
+    pub fn runtime(&self, quick: f64, full: f64) -> Duration {
+        self.runtime
+            .unwrap_or(Duration::from_secs_f64(if self.quick {
+                quick
+            } else {
+                full
+            }))
+    }
+
+    /// Repetitions: `quick` or `full`, unless overridden.
+    pub fn repeat(&self, quick: u32, full: u32) -> u32 {
+        self.repeat.unwrap_or(if self.quick { quick } else { full })
+    }
+
+    /// Bytes of a scratch file: `quick` or `full`, unless overridden.
+    pub fn size(&self, quick: u64, full: u64) -> u64 {
+        self.size.unwrap_or(if self.quick { quick } else { full })
+    }
+
+    /// The mostly cached file of the read experiments: a quarter of `--size`.
+    pub fn medium(&self) -> u64 {
+        self.size
+            .map_or(if self.quick { 64 << 20 } else { 256 << 20 }, |s| s / 4)
+    }
+}
+
+/// Parses a size such as `1G` or `512k` (binary units) into bytes; zero is refused.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (examples: 4096, 64k, 256M, 1G)"))?;
+    let shift = match unit
+        .to_ascii_lowercase()
+        .trim_end_matches("ib")
+        .trim_end_matches('b')
+    {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (k, M, G, T)")),
+    };
+    match n.checked_mul(1u64 << shift) {
+        None => Err(format!("{s:?} is too large")),
+        Some(0) => Err("a size of zero bytes measures nothing".into()),
+        Some(n) => Ok(n),
+    }
+}
+
+/// Parses a count of at least one (threads, requests in flight).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
+}
+
+/// Parses a positive number of seconds (`5`, `0.5`).
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|f| Duration::try_from_secs_f64(f).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{s:?} is not a positive number of seconds"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("1Q").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("0G").is_err());
+    }
+
+    #[test]
+    fn counts_and_seconds() {
+        assert_eq!(parse_count("4"), Ok(4));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("-1").is_err());
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("-2").is_err());
+        assert!(parse_seconds("nan").is_err());
+    }
+
+    #[test]
+    fn presets_and_overrides() {
+        let quick = Preset {
+            quick: true,
+            ..Preset::default()
+        };
+        assert_eq!(
+            (quick.size(1, 2), quick.repeat(3, 4), quick.medium()),
+            (1, 3, 64 << 20)
+        );
+        let tiny = Preset {
+            size: Some(16 << 20),
+            runtime: Some(Duration::from_millis(100)),
+            ..quick
+        };
+        assert_eq!((tiny.size(1, 2), tiny.medium()), (16 << 20, 4 << 20));
+        assert_eq!(tiny.runtime(0.5, 5.0), Duration::from_millis(100));
+        assert_eq!(Preset::default().runtime(0.5, 5.0), Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,159 @@
+//! The tables an experiment measured, as data: cells that are text, or figures that carry their
+//! exact value and where they are in `results.json`. The report prints them to the terminal,
+//! Markdown and HTML; the HTML repeats each figure's value and pointer (`data-value`,
+//! `data-json`), so the numbers can be checked against the JSON mechanically.
+
+use crate::harness::stats::Summary;
+
+/// One cell of a table: text, or a number with where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// Plain text.
+    Text(String),
+    /// A figure: shown as `text`, exactly `value`; `json` is its JSON pointer in
+    /// `results.json`, `None` for figures derived from several (ratios, sums).
+    Num {
+        /// As shown.
+        text: String,
+        /// The exact value.
+        value: f64,
+        /// Where it is in `results.json`.
+        json: Option<String>,
+    },
+}
+
+impl Cell {
+    /// A text cell.
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+
+    /// A figure read from `results.json` at `pointer`, shown with `prec` decimals.
+    pub fn json(value: f64, prec: usize, pointer: String) -> Cell {
+        Cell::Num {
+            text: format!("{value:.prec$}"),
+            value,
+            json: Some(pointer),
+        }
+    }
+
+    /// A derived figure shown as `text`.
+    pub fn derived(value: f64, text: String) -> Cell {
+        Cell::Num {
+            text,
+            value,
+            json: None,
+        }
+    }
+
+    /// A derived figure with `prec` decimals, or `-` when there is none.
+    pub fn maybe(v: Option<f64>, prec: usize) -> Cell {
+        v.map_or(Cell::text("-"), |v| Cell::derived(v, format!("{v:.prec$}")))
+    }
+
+    /// A ratio cell, `4.84x` (derived: it is computed from several figures), or `-`.
+    pub fn ratio(r: Option<f64>) -> Cell {
+        match r {
+            Some(v) => Cell::derived(v, ratio(r)),
+            None => Cell::text("-"),
+        }
+    }
+
+    /// The median of a [`Summary`] stored at `pointer` in `results.json`, with its spread:
+    /// `329.7 ±4%` (no spread for a single sample).
+    pub fn summary(s: &Summary, prec: usize, pointer: String) -> Cell {
+        let mut text = format!("{:.prec$}", s.median);
+        if s.n > 1 {
+            text += &format!(" ±{:.0}%", s.relative_spread() * 100.0);
+        }
+        Cell::Num {
+            text,
+            value: s.median,
+            json: Some(format!("{pointer}/median")),
+        }
+    }
+
+    /// A share (0 to 1) stored at `pointer`, shown as a percentage.
+    pub fn share(v: f64, pointer: String) -> Cell {
+        Cell::Num {
+            text: format!("{:.1}%", v * 100.0),
+            value: v,
+            json: Some(pointer),
+        }
+    }
+
+    /// What the cell shows.
+    pub fn shown(&self) -> &str {
+        match self {
+            Cell::Text(s) => s,
+            Cell::Num { text, .. } => text,
+        }
+    }
+}
+
+/// A table of a section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DataTable {
+    /// What it shows.
+    pub title: String,
+    /// Column headers.
+    pub header: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl DataTable {
+    /// An empty table with these headers.
+    pub fn new(title: impl Into<String>, header: &[&str]) -> DataTable {
+        DataTable {
+            title: title.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// `4.84x`, or `-` when there is no ratio.
+pub fn ratio(r: Option<f64>) -> String {
+    r.map_or("-".into(), |r| format!("{r:.2}x"))
+}
+
+/// `4.84` (a figure whose column header names the unit), or `-`.
+pub fn num(v: Option<f64>, prec: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.prec$}"))
+}
+
+/// `-16` for a change of -0.16 (in a column whose header says `% change`).
+pub fn change_num(v: f64) -> String {
+    format!("{:+.0}", v * 100.0)
+}
+
+/// `-16%` for a change of -0.16.
+pub fn change(v: f64) -> String {
+    format!("{:+.0}%", v * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_show_their_values() {
+        let s = Summary::of(&[10.0, 12.0]).unwrap_or_default();
+        let c = Cell::summary(&s, 1, "/a".into());
+        assert_eq!(c.shown(), "11.0 ±13%");
+        assert_eq!(
+            c,
+            Cell::Num {
+                text: "11.0 ±13%".into(),
+                value: 11.0,
+                json: Some("/a/median".into())
+            }
+        );
+        assert_eq!(Cell::share(0.7063, "/b".into()).shown(), "70.6%");
+        assert_eq!(ratio(Some(4.844)), "4.84x");
+        assert_eq!(Cell::ratio(None).shown(), "-");
+        assert_eq!(change(-0.16), "-16%");
+        assert_eq!(Cell::maybe(Some(2.345), 1).shown(), "2.3");
+    }
+}

@@ -1,0 +1,368 @@
+//! Seed 004, FUSE scatter-gather direct I/O: its entry, section, summary rows and figures
+//! (its targets are judged at run time: [`super::Goal`]).
+
+use super::workload::Op;
+use super::{
+    cell, ratio, Cell as FuseCell, Fuse, FuseReport, NATIVE, SEED_READV, SEED_WRITEV, VECIO,
+    VECIO_PER_SEGMENT, VECIO_URING,
+};
+use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
+use crate::experiment::section::{Plot, Verdict};
+use crate::experiment::seed::claim;
+use crate::experiment::table::{num, Cell, DataTable};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, View};
+use crate::harness::setup::{lines, Setup};
+
+/// Seed 004, as this experiment re-measures it.
+pub(super) const SEED: Seed = Seed {
+    id: "004",
+    title: "FUSE scatter-gather direct I/O (2012): many segments per request",
+    file: "004_79c7fe0e9c79c24f.txt",
+    date: "2012-07-20",
+    author: "Maxim Patlasov, fuse-devel: \"[PATCH 0/4] fuse: optimize scatter-gather direct IO\"",
+    headline: "32 x 4 KiB O_DIRECT writev through FUSE 107 -> 480 MB/s, readv 114 -> 569 \
+                   MB/s when many segments go in one request",
+    method: "A file opened O_DIRECT on a FUSE passthrough mount, readv/writev of 32 x 4 KiB \
+                 in a loop: vecio fuse against libfuse's passthrough.",
+    claims: &[
+        claim(
+            "An iovec[] for readv/writev consisted of 32 segments of 4K each.",
+            "32 x 4 KiB",
+        ),
+        claim("writev: ~107 / ~480", "107 -> 480 MB/s (4.5x)"),
+        claim("readv: ~114 / ~569", "114 -> 569 MB/s (5.0x)"),
+    ],
+};
+
+impl View for FuseReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let f = self;
+        let mut extra = vec![
+            (
+                "workload".to_string(),
+                format!(
+                    "{} MiB file, 32 x 4 KiB per call, one thread, {:.1} s per measurement, {} \
+                     repetition(s)",
+                    f.size >> 20,
+                    f.runtime_s,
+                    f.repeat
+                ),
+            ),
+            (
+                "FUSE".to_string(),
+                format!(
+                    "the kernel allows {} pages per request (max_pages_limit)",
+                    f.max_pages_limit
+                ),
+            ),
+        ];
+        if let Err(why) = &f.libfuse {
+            extra.push(("libfuse examples".into(), format!("not measured: {why}")));
+        }
+        s.setup = lines(setup, &f.meta, extra, &["libfuse"]);
+        s.tables.push(direct(f));
+        s.tables.push(packing(f));
+        if f.cells.iter().any(|c| !c.direct) {
+            s.tables.push(buffered(f));
+        }
+        s.plots.push(Plot::new(
+            "s004-direct",
+            "32 x 4 KiB O_DIRECT readv/writev through FUSE, MB/s",
+            format!(
+                "Bars: median MB/s, whiskers: lowest and highest repetition; a subject whose calls \
+                 failed (EINVAL) has no bar. per-segment: {VECIO_PER_SEGMENT}; vecio --uring: vecio fuse \
+                 --uring; passthrough*: the libfuse examples. Dark dashes: the per-segment figure \
+                 times the seed's gain ({:.1}x readv, {:.1}x writev), where the seed puts {VECIO}.",
+                SEED_READV.1 / SEED_READV.0,
+                SEED_WRITEV.1 / SEED_WRITEV.0
+            ),
+            Chart::Bars(bars(f)),
+        ));
+        for t in &f.targets {
+            match t.target() {
+                Some(target) => s.targets.push(target),
+                None => s
+                    .notes
+                    .push(format!("not judged (not measured): {}", t.what)),
+            }
+        }
+        s.notes.push(
+            "Ratios are medians of per-repetition ratios (both sides measured back to back)."
+                .into(),
+        );
+    }
+
+    /// The seed's results beside vecio's.
+    fn summary(f: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "004";
+        let Some(f) = f else {
+            return vec![
+                SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT writev", "MB/s", "107 -> 480"),
+                SummaryRow::missing(seed, "32 x 4 KiB O_DIRECT readv", "MB/s", "114 -> 569"),
+            ];
+        };
+        let mut out = Vec::new();
+        for op in [Op::Writev, Op::Readv] {
+            let (before, after) = seed_figures(op);
+            let gain = packed_gain(f, op);
+            let (peer_ratio, peer_target) = verdict(f, op, "libfuse");
+            out.push(SummaryRow {
+                seed,
+                result: format!("32 x 4 KiB O_DIRECT {}", op.name()),
+                unit: "MB/s",
+                seed_figure: format!("{before:.0} -> {after:.0}"),
+                vecio: vecio_mb(f, op),
+                peer: best_peer(f, op),
+                ratio: peer_ratio,
+                target: peer_target,
+            });
+            let (_, gain_target) = verdict(f, op, "packed / per-segment");
+            out.push(SummaryRow {
+                seed,
+                result: format!("{}: packed/per-segment", op.name()),
+                unit: "x",
+                seed_figure: format!("{:.1}", after / before),
+                vecio: num(gain, 2),
+                peer: "-".into(),
+                ratio: None,
+                target: gain_target,
+            });
+            let (native_ratio, native_target) = verdict(f, op, "vs native");
+            let native = cell(&f.cells, NATIVE, op, true).and_then(|c| c.mb_s);
+            out.push(SummaryRow {
+                seed,
+                result: format!("{}: vecio fuse vs native", op.name()),
+                unit: "MB/s",
+                seed_figure: "-".into(),
+                vecio: vecio_mb(f, op),
+                peer: native.map_or("-".into(), |s| format!("{:.0} native", s.median)),
+                ratio: native_ratio,
+                target: native_target,
+            });
+        }
+        out
+    }
+
+    /// Its figures: MB/s per subject, operation, O_DIRECT or buffered.
+    fn metrics(&self) -> Vec<Metric> {
+        let f = self;
+        let mut out = Vec::new();
+        for c in &f.cells {
+            // A failed cell (EINVAL from a libfuse example) has no figure to compare.
+            if let Some(s) = &c.mb_s {
+                let how = if c.direct { "O_DIRECT" } else { "buffered" };
+                let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
+                out.push(Metric::of(Fuse::KEY, name, s, true));
+            }
+        }
+        out
+    }
+}
+
+/// Both operations, in table order.
+const OPS: [Op; 2] = [Op::Readv, Op::Writev];
+
+/// The seed's figures for `op`: before (one request per segment) and after (packed), MB/s.
+fn seed_figures(op: Op) -> (f64, f64) {
+    match op {
+        Op::Readv => SEED_READV,
+        Op::Writev => SEED_WRITEV,
+    }
+}
+
+/// The cell of `subject`, `op`, direct or not, as a table cell: its MB/s with its JSON pointer,
+/// the error that stopped it, or `-`.
+fn mb_cell(f: &FuseReport, subject: &str, op: Op, direct: bool) -> Cell {
+    let found = f
+        .cells
+        .iter()
+        .position(|c| c.subject == subject && c.op == op && c.direct == direct);
+    let Some(ci) = found else {
+        return Cell::text("-");
+    };
+    match &f.cells[ci] {
+        FuseCell { error: Some(e), .. } => Cell::text(format!("error: {e}")),
+        FuseCell { mb_s: Some(s), .. } => Cell::summary(s, 1, format!("/fuse/cells/{ci}/mb_s")),
+        _ => Cell::text("-"),
+    }
+}
+
+/// vecio's ratio to `subject` for `op` (`subject` / vecio fuse), direct.
+fn vs_vecio(f: &FuseReport, subject: &str, op: Op) -> Cell {
+    Cell::ratio(ratio(
+        cell(&f.cells, subject, op, true),
+        cell(&f.cells, VECIO, op, true),
+    ))
+}
+
+/// The subjects measured with `direct` set as given, in table order.
+fn subjects_of(f: &FuseReport, direct: bool) -> impl Iterator<Item = &str> {
+    f.subjects.iter().map(|s| s.name.as_str()).filter(move |n| {
+        f.cells
+            .iter()
+            .any(|c| c.subject == *n && c.direct == direct)
+    })
+}
+
+fn direct(f: &FuseReport) -> DataTable {
+    let mut t = DataTable::new(
+        "O_DIRECT, 32 x 4 KiB per call: MB/s (10^6 bytes/s; median ± relative std dev of the \
+         repetitions), and each subject over vecio fuse",
+        &[
+            "subject",
+            "readv MB/s",
+            "writev MB/s",
+            "readv vs vecio fuse",
+            "writev vs vecio fuse",
+        ],
+    );
+    for name in subjects_of(f, true) {
+        t.rows.push(vec![
+            Cell::text(name),
+            mb_cell(f, name, Op::Readv, true),
+            mb_cell(f, name, Op::Writev, true),
+            vs_vecio(f, name, Op::Readv),
+            vs_vecio(f, name, Op::Writev),
+        ]);
+    }
+    t
+}
+
+fn packing(f: &FuseReport) -> DataTable {
+    let mut t = DataTable::new(
+        "The seed's gain: requests packed (vecio fuse) against one request per 4 KiB segment \
+         (vecio fuse --max-pages 1), MB/s",
+        &[
+            "op",
+            "seed before",
+            "seed after",
+            "seed gain",
+            "per-segment here",
+            "packed here",
+            "gain here",
+        ],
+    );
+    for op in OPS {
+        let (before, after) = seed_figures(op);
+        t.rows.push(vec![
+            Cell::text(op.name()),
+            Cell::text(format!("~{before:.0}")),
+            Cell::text(format!("~{after:.0}")),
+            Cell::text(format!("{:.2}x", after / before)),
+            mb_cell(f, VECIO_PER_SEGMENT, op, true),
+            mb_cell(f, VECIO, op, true),
+            Cell::ratio(packed_gain(f, op)),
+        ]);
+    }
+    t
+}
+
+/// vecio fuse over its per-segment mode for `op`, O_DIRECT.
+fn packed_gain(f: &FuseReport, op: Op) -> Option<f64> {
+    ratio(
+        cell(&f.cells, VECIO, op, true),
+        cell(&f.cells, VECIO_PER_SEGMENT, op, true),
+    )
+}
+
+fn buffered(f: &FuseReport) -> DataTable {
+    let mut t = DataTable::new(
+        "Buffered (no O_DIRECT), 32 x 4 KiB per call: FUSE_PASSTHROUGH against the plain path, \
+         MB/s (median ± relative std dev)",
+        &["subject", "readv MB/s", "writev MB/s"],
+    );
+    for name in subjects_of(f, false) {
+        t.rows.push(vec![
+            Cell::text(name),
+            mb_cell(f, name, Op::Readv, false),
+            mb_cell(f, name, Op::Writev, false),
+        ]);
+    }
+    t
+}
+
+/// A subject's name under its bars: short enough for seven groups side by side.
+fn short(name: &str) -> String {
+    match name {
+        VECIO_PER_SEGMENT => "per-segment".into(),
+        VECIO_URING => "vecio --uring".into(),
+        _ => name.strip_prefix("libfuse ").unwrap_or(name).to_string(),
+    }
+}
+
+fn bars(f: &FuseReport) -> Bars {
+    let groups = subjects_of(f, true)
+        .map(|name| BarGroup {
+            label: short(name),
+            values: OPS
+                .iter()
+                .map(|&op| {
+                    let c = cell(&f.cells, name, op, true)?;
+                    let v = BarValue::of(c.mb_s.as_ref()?);
+                    let (before, after) = seed_figures(op);
+                    let mark = (name == VECIO)
+                        .then(|| cell(&f.cells, VECIO_PER_SEGMENT, op, true))
+                        .flatten()
+                        .and_then(|c| c.mb_s)
+                        .map(|s| s.median * after / before);
+                    Some(v.marked(mark))
+                })
+                .collect(),
+        })
+        .collect();
+    Bars {
+        title: "FUSE, 32 x 4 KiB O_DIRECT per call: MB/s per subject (seed 004)".into(),
+        y_label: "MB/s".into(),
+        series: OPS.iter().map(|op| op.name().to_string()).collect(),
+        groups,
+        mark_label: "per-segment x the seed's gain".into(),
+    }
+}
+
+/// vecio's O_DIRECT figure for `op` as text: `593 MB/s`, or its error.
+fn vecio_mb(f: &FuseReport, op: Op) -> String {
+    match cell(&f.cells, VECIO, op, true) {
+        Some(FuseCell { error: Some(e), .. }) => format!("error: {e}"),
+        Some(FuseCell { mb_s: Some(s), .. }) => format!("{:.0}", s.median),
+        _ => "-".into(),
+    }
+}
+
+/// The best working libfuse example for `op`, O_DIRECT, as text; or why none works.
+fn best_peer(f: &FuseReport, op: Op) -> String {
+    let examples = || {
+        f.cells
+            .iter()
+            .filter(move |c| c.subject.starts_with("libfuse") && c.op == op && c.direct)
+    };
+    let best = examples()
+        .filter_map(|c| Some((c, c.mb_s?.median)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    match (best, examples().find_map(|c| c.error.as_deref())) {
+        (Some((c, mb)), _) => format!("{mb:.0} {}", c.subject),
+        (None, Some(e)) => format!("none works: {e}"),
+        (None, None) => match &f.libfuse {
+            Err(_) => "libfuse not measured".into(),
+            Ok(_) => "-".into(),
+        },
+    }
+}
+
+/// The experiment's target for `op` whose text contains `what`: its measured ratio and its
+/// verdict (none when it could not be judged).
+fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>) {
+    let Some(t) = f
+        .targets
+        .iter()
+        .find(|t| t.what.starts_with(op.name()) && t.what.contains(what))
+    else {
+        return (None, None);
+    };
+    let want = if t.only_vecio_works {
+        format!(">= {}x (only vecio works)", t.want)
+    } else {
+        format!(">= {}x", t.want)
+    };
+    let v = t.met().map(|met| Verdict { want, met });
+    (t.got, v)
+}

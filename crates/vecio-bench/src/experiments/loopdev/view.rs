@@ -1,0 +1,528 @@
+//! Seed 001, the loop device with direct and async I/O: its entry, section, targets, summary
+//! rows and figures.
+
+use super::{tls, Job, Loop, LoopReport, Sample, Subject};
+use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart, Line, Lines, XTicks};
+use crate::experiment::section::{at_least, at_most, Plot};
+use crate::experiment::seed::claim;
+use crate::experiment::table::{change, change_num, num, Cell, DataTable};
+use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
+use crate::harness::setup::{lines, Setup};
+
+/// Seed 001, as this experiment re-measures it.
+pub(super) const SEED: Seed = Seed {
+    id: "001",
+    title: "loop device with direct and async I/O (2015): no double caching, fewer switches",
+    file: "001_bce926be3a1aae53.txt",
+    date: "2015-08-06",
+    author: "Ming Lei, linux-kernel: \"[PATCH v9 6/6] block: loop: support DIO & AIO\"",
+    headline: "a loop device doing direct, asynchronous I/O on its file: page cache after a \
+               run ~10% instead of >55%, fewer context switches, IOPS equal or better",
+    method: "One image served over NBD by vecio nbd (direct + io_uring, and buffered), \
+             qemu-nbd and nbdkit; fio's nbd engine runs 4 KiB random and 128 KiB sequential \
+             jobs at depth 32; fio's own io_uring O_DIRECT on the file is the limit. The \
+             image's pages in the page cache are sampled while each job runs.",
+    claims: &[
+        claim("base |240 |8705 |3763 |20914 / base+loop aio |242 |9258 |4577 |21451 (IOPS, 16 jobs)", "dio+aio/base 1.01x, 1.06x, 1.22x, 1.03x"),
+        claim("context switch decreased by ~16% with loop aio for randread, and decreased by ~33% for read", "-16%, -33%"),
+        claim("After these four tests with loop aio: ~10% memory becomes used", "~10%"),
+        claim("After these four tests without loop aio: more than 55% memory becomes used", ">55%"),
+    ],
+};
+
+impl View for LoopReport {
+    fn section(&self, setup: Option<&Setup>, s: &mut Section) {
+        let l = self;
+        let mut extra = vec![(
+            "workload".to_string(),
+            format!(
+                "{} MiB image, {} in flight, {:.1} s per measurement, {} repetition(s)",
+                l.size >> 20,
+                l.depth,
+                l.runtime_s,
+                l.repeat
+            ),
+        )];
+        extra.extend(tls::view::setup_line(&l.tls));
+        let tools = ["fio", "libnbd", "qemu-nbd", "nbdkit"];
+        s.setup = lines(setup, &l.meta, extra, &tools);
+        s.tables.push(throughput(l));
+        s.tables.push(cache(l));
+        s.tables.push(beside_seed(l));
+        s.tables.extend(tls::view::table(&l.tls));
+        s.plots = plots(l);
+        s.targets = targets(l);
+        for k in &l.skipped {
+            s.notes
+                .push(format!("skipped {}: {}", k.subject.name(), k.reason));
+        }
+    }
+
+    /// The seed's results beside vecio's.
+    fn summary(l: Option<&Self>) -> Vec<SummaryRow> {
+        let seed = "001";
+        let Some(l) = l else {
+            return vec![SummaryRow::missing(
+                seed,
+                "4k randread: direct vs qemu-nbd",
+                "IOPS",
+                "-",
+            )];
+        };
+        let job = Job::RandRead4k;
+        let iops = |s| l.cell(s, job).map(|c| c.iops.median);
+        let fmt_iops = |v: Option<f64>, who: &str| {
+            v.map_or("-".into(), |v| format!("{v:.0} {who}").trim().to_string())
+        };
+        let mut out = Vec::new();
+        // The seed's own 1.01x compares its loop dio+aio against its buffered base, not against
+        // another server: it stands beside that comparison in the section's "beside the seed"
+        // table, not here.
+        for (peer, who, seed_figure, want) in [
+            (Subject::QemuNbd, "qemu-nbd", "-", 1.5),
+            (Subject::FioDirect, "fio", "-", 0.8),
+        ] {
+            let ratio = l.ratio(job, Subject::VecioDirect, peer);
+            out.push(SummaryRow {
+                seed,
+                result: format!("4k randread: direct vs {who}"),
+                unit: "IOPS",
+                seed_figure: seed_figure.into(),
+                vecio: fmt_iops(iops(Subject::VecioDirect), ""),
+                peer: fmt_iops(iops(peer), who),
+                ratio,
+                target: at_least(ratio, want, "x"),
+            });
+        }
+        out.extend(cache_rows(l, seed));
+        out.extend(tls::view::summary(&l.tls));
+        out
+    }
+
+    /// Its figures: IOPS or MB/s per job and subject, and the TLS rows'.
+    fn metrics(&self) -> Vec<Metric> {
+        let l = self;
+        let mut out = Vec::new();
+        for c in &l.cells {
+            let name = format!("{} / {} {}", c.job.name(), c.name, c.job.unit());
+            out.push(Metric::of(Loop::KEY, name, c.figure(), true));
+        }
+        for c in &l.tls.cells {
+            let how = if c.tls { "TLS" } else { "plain" };
+            let name = format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit());
+            out.push(Metric::of(Loop::KEY, name, c.figure(), true));
+        }
+        out
+    }
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// The throughput bars (4 KiB and 128 KiB jobs) and each job's page-cache curve.
+fn plots(l: &LoopReport) -> Vec<Plot> {
+    let mut plots = Vec::new();
+    for (id, title, iops) in [
+        (
+            "s001-iops",
+            "4 KiB random jobs: IOPS per server (seed 001)",
+            true,
+        ),
+        (
+            "s001-mbs",
+            "128 KiB sequential jobs: MB/s per server (seed 001)",
+            false,
+        ),
+    ] {
+        plots.push(Plot::new(
+            id,
+            title,
+            "Bars: median, whiskers: lowest and highest repetition. Dark dashes: vecio's buffered \
+             server times the seed's dio+aio/base ratio (16 jobs), where the seed puts the direct \
+             server.",
+            Chart::Bars(bars(l, iops)),
+        ));
+    }
+    for (ji, job) in Job::ALL.iter().enumerate() {
+        plots.push(Plot::new(
+            format!("s001-cache-{ji}"),
+            format!("Page cache over time: {}", job.name()),
+            "The image's resident pages while fio ran (the image is evicted before each \
+             measurement), last repetition.",
+            Chart::Lines(cache_curves(l, *job)),
+        ));
+    }
+    plots
+}
+
+fn throughput(l: &LoopReport) -> DataTable {
+    let mut t = DataTable::new(
+        "Throughput: IOPS (4 KiB) or MB/s (128 KiB), median ± relative std dev",
+        &[
+            "job",
+            "served by",
+            "figure",
+            "vs qemu-nbd",
+            "vs limit",
+            "server ctx/req",
+            "server CPU µs/req",
+        ],
+    );
+    for (ci, c) in l.cells.iter().enumerate() {
+        let (field, prec) = if c.job.in_iops() {
+            ("iops", 0)
+        } else {
+            ("mb_s", 1)
+        };
+        let med =
+            |f: &dyn Fn(&Sample) -> Option<f64>, prec: usize| Cell::maybe(c.median_of(f), prec);
+        t.rows.push(vec![
+            Cell::text(format!("{} ({})", c.job.name(), c.job.unit())),
+            Cell::text(&c.name),
+            Cell::summary(c.figure(), prec, format!("/loop/cells/{ci}/{field}")),
+            Cell::ratio(l.ratio(c.job, c.subject, Subject::QemuNbd)),
+            Cell::ratio(l.ratio(c.job, c.subject, Subject::FioDirect)),
+            med(&|s| s.ctx_per_req, 2),
+            med(&|s| s.cpu_us_per_req, 1),
+        ]);
+    }
+    t
+}
+
+fn cache(l: &LoopReport) -> DataTable {
+    let mut t = DataTable::new(
+        "Page-cache growth over each measurement (median): the image's resident pages and the \
+         system's Cached, MiB and % of the bytes fio moved",
+        &[
+            "job",
+            "served by",
+            "image MiB",
+            "% of moved",
+            "Cached MiB",
+            "moved MiB",
+        ],
+    );
+    for c in &l.cells {
+        // A growth below zero is the rest of the machine freeing pages meanwhile, and a share
+        // above 100% is readahead beyond the bytes moved: both are said, not printed as if
+        // they were measurements of the server.
+        let med = |f: &dyn Fn(&Sample) -> f64, scale: f64, suffix: &str| {
+            c.median_of(|s| Some(f(s))).map_or(Cell::text("-"), |v| {
+                let v = v / scale;
+                let text = if v < -0.05 {
+                    format!("0 (noise: fell {:.1})", -v)
+                } else if suffix == "%" && v > 100.0 {
+                    format!(">100% ({v:.0}%: readahead)")
+                } else {
+                    format!("{:.1}{suffix}", v.max(0.0))
+                };
+                Cell::derived(v, text)
+            })
+        };
+        t.rows.push(vec![
+            Cell::text(c.job.name()),
+            Cell::text(&c.name),
+            med(&|s| s.image_growth as f64, MIB, ""),
+            med(&|s| s.image_growth_pct, 1.0, "%"),
+            med(&|s| s.cached_growth as f64, MIB, ""),
+            med(&|s| s.bytes, MIB, ""),
+        ]);
+    }
+    t
+}
+
+fn ctx(l: &LoopReport, s: Subject, job: Job) -> Option<f64> {
+    l.cell(s, job)?.median_of(|x| x.ctx_per_req)
+}
+
+fn beside_seed(l: &LoopReport) -> DataTable {
+    let mut t = DataTable::new(
+        "Beside the seed: vecio nbd direct (none+uring) against vecio nbd buffered \
+         (writeback+uring), as the seed's loop dio+aio against its base",
+        &[
+            "job",
+            "seed dio+aio/base (16 / 1 jobs)",
+            "direct/buffered here",
+            "seed ctx switches",
+            "ctx/req direct vs buffered",
+        ],
+    );
+    let (d, b) = (Subject::VecioDirect, Subject::VecioBuffered);
+    for job in Job::ALL {
+        let [(_, b16, a16), (_, b1, a1)] = job.seed_iops();
+        let ctx_change = match (ctx(l, d, job), ctx(l, b, job)) {
+            (Some(x), Some(y)) if y > 0.0 => Cell::derived(x / y - 1.0, change(x / y - 1.0)),
+            _ => Cell::text("-"),
+        };
+        t.rows.push(vec![
+            Cell::text(job.name()),
+            Cell::text(format!("{:.2}x / {:.2}x", a16 / b16, a1 / b1)),
+            Cell::ratio(l.ratio(job, d, b)),
+            Cell::text(job.seed_ctx_change().map_or("-".into(), |(x, y)| {
+                format!("{} / {}", change(x), change(y))
+            })),
+            ctx_change,
+        ]);
+    }
+    t
+}
+
+fn bars(l: &LoopReport, iops: bool) -> Bars {
+    let subjects: Vec<Subject> = Subject::ALL
+        .into_iter()
+        .filter(|s| l.cells.iter().any(|c| c.subject == *s))
+        .collect();
+    let groups = Job::ALL
+        .into_iter()
+        .filter(|j| j.in_iops() == iops)
+        .map(|job| {
+            let [(_, base, after), _] = job.seed_iops();
+            let buffered = l
+                .cell(Subject::VecioBuffered, job)
+                .map(|c| c.figure().median);
+            BarGroup {
+                label: job.name().to_string(),
+                values: subjects
+                    .iter()
+                    .map(|&s| {
+                        let v = BarValue::of(l.cell(s, job)?.figure());
+                        let mark = (s == Subject::VecioDirect)
+                            .then(|| buffered.map(|b| b * after / base))
+                            .flatten();
+                        Some(v.marked(mark))
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Bars {
+        title: if iops {
+            format!("4 KiB random jobs, depth {}: IOPS", l.depth)
+        } else {
+            format!("128 KiB sequential jobs, depth {}: MB/s", l.depth)
+        },
+        y_label: if iops { "IOPS".into() } else { "MB/s".into() },
+        series: subjects.iter().map(|s| s.name().to_string()).collect(),
+        groups,
+        mark_label: "buffered x the seed's dio+aio/base".into(),
+    }
+}
+
+fn cache_curves(l: &LoopReport, job: Job) -> Lines {
+    let lines = l
+        .cells
+        .iter()
+        .filter(|c| c.job == job && !c.cache_curve.is_empty())
+        .map(|c| Line {
+            name: c.name.clone(),
+            points: c
+                .cache_curve
+                .iter()
+                .map(|p| (p.t_s, p.file_resident as f64 / MIB))
+                .collect(),
+        })
+        .collect();
+    Lines {
+        title: format!("{}: image pages cached", job.name()),
+        x_label: "seconds".into(),
+        y_label: "MiB resident".into(),
+        lines,
+        log_y: false,
+        x_ticks: XTicks::Seconds,
+    }
+}
+
+/// The page-cache and context-switch rows: how much of the image the worst job left cached
+/// (vecio direct beside qemu-nbd), and direct against buffered context switches.
+fn cache_rows(l: &LoopReport, seed: &'static str) -> Vec<SummaryRow> {
+    let job = Job::RandRead4k;
+    let mut out = Vec::new();
+    let worst = |s: Subject| {
+        Job::ALL
+            .iter()
+            .filter_map(|&j| l.cell(s, j)?.median_of(|x| Some(x.image_growth_pct)))
+            .reduce(f64::max)
+    };
+    let direct = worst(Subject::VecioDirect);
+    out.push(SummaryRow {
+        seed,
+        result: "image cached, % of bytes moved (worst job)".into(),
+        unit: "%",
+        seed_figure: "~10 (>55 buffered)".into(),
+        vecio: num(direct, 1),
+        peer: worst(Subject::QemuNbd).map_or("-".into(), |v| format!("{v:.1} qemu-nbd")),
+        ratio: None,
+        target: at_most(direct, 2.0, "%"),
+    });
+    let change_of = |a: Subject, b: Subject| match (ctx(l, a, job), ctx(l, b, job)) {
+        (Some(x), Some(y)) if y > 0.0 => Some(x / y - 1.0),
+        _ => None,
+    };
+    out.push(SummaryRow::own(
+        seed,
+        "4k randread ctx switches: direct vs buffered".into(),
+        "% change",
+        "-16".into(),
+        change_of(Subject::VecioDirect, Subject::VecioBuffered).map_or("-".into(), change_num),
+        None,
+    ));
+    out
+}
+
+/// The issue's targets, checked against a report, the TLS rows' last. Targets needing a
+/// skipped peer are left out.
+pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
+    let mut out = Vec::new();
+    let job = Job::RandRead4k;
+    let iops = |s| r.cell(s, job).map(|c| c.iops.median);
+    let peers = [
+        (Subject::QemuNbd, "qemu-nbd's", 1.5),
+        (Subject::FioDirect, "fio's own direct io_uring", 0.8),
+    ];
+    for (peer, who, want) in peers {
+        let ratio = r.ratio(job, Subject::VecioDirect, peer);
+        if let (Some(v), Some(p), Some(ratio)) = (iops(Subject::VecioDirect), iops(peer), ratio) {
+            out.push(Target {
+                text: format!(
+                    "4k randread depth {}: vecio nbd direct {v:.0} IOPS = {ratio:.2}x {who} \
+                     {p:.0} (want >= {want}x)",
+                    r.depth
+                ),
+                met: ratio >= want,
+            });
+        }
+    }
+    let worst = Job::ALL
+        .iter()
+        .filter_map(|&j| {
+            let c = r.cell(Subject::VecioDirect, j)?;
+            Some((j, c.median_of(|s| Some(s.image_growth_pct))?))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((j, pct)) = worst {
+        out.push(Target {
+            text: format!(
+                "vecio nbd direct page-cache growth (image pages): {pct:.2}% of the bytes moved at worst ({}) (want <= 2%)",
+                j.name()
+            ),
+            met: pct <= 2.0,
+        });
+    }
+    out.extend(tls::view::targets(&r.tls));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::loopdev::Cell as LoopCell;
+    use crate::harness::meta::RunMeta;
+    use crate::harness::stats::Summary;
+
+    fn cell(subject: Subject, job: Job, figure: f64, growth: i64) -> LoopCell {
+        let bytes = 100.0 * MIB;
+        let s = Sample {
+            iops: figure,
+            mb_s: figure,
+            requests: 1000.0,
+            bytes,
+            client_cpu_pct: 30.0,
+            disk_queue: Some(8.0),
+            server_ctx: Some(100),
+            ctx_per_req: Some(0.1),
+            cpu_us_per_req: Some(10.0),
+            image_growth: growth,
+            cached_growth: growth,
+            image_growth_pct: 100.0 * growth as f64 / bytes,
+            cached_growth_pct: 100.0 * growth as f64 / bytes,
+        };
+        let summary = Summary::of(&[figure]).unwrap_or_default();
+        LoopCell {
+            subject,
+            name: subject.name().into(),
+            job,
+            job_name: job.name().into(),
+            iops: summary,
+            mb_s: summary,
+            samples: vec![s],
+            cache_curve: Vec::new(),
+        }
+    }
+
+    fn report(vecio: f64, qemu: f64, fio: f64, growth: i64) -> LoopReport {
+        let mut cells = Vec::new();
+        for job in Job::ALL {
+            cells.push(cell(Subject::VecioDirect, job, vecio, growth));
+            cells.push(cell(Subject::VecioBuffered, job, vecio, 50 << 20));
+            cells.push(cell(Subject::QemuNbd, job, qemu, 0));
+            cells.push(cell(Subject::FioDirect, job, fio, 0));
+        }
+        LoopReport {
+            meta: RunMeta::collect(std::path::Path::new(".")),
+            size: 256 << 20,
+            runtime_s: 1.0,
+            repeat: 1,
+            depth: 32,
+            mem_total: 1 << 34,
+            servers: Vec::new(),
+            skipped: Vec::new(),
+            cells,
+            tls: Default::default(),
+        }
+    }
+
+    #[test]
+    fn targets_follow_the_figures() {
+        let met: Vec<bool> = targets(&report(80.0, 50.0, 90.0, 0))
+            .iter()
+            .map(|t| t.met)
+            .collect();
+        assert_eq!(met, [true, true, true]);
+        // 3 MiB cached of 100 MiB moved is over 2%; 1 MiB is within.
+        let met: Vec<bool> = targets(&report(70.0, 50.0, 100.0, 3 << 20))
+            .iter()
+            .map(|t| t.met)
+            .collect();
+        assert_eq!(met, [false, false, false]);
+        assert!(targets(&report(80.0, 50.0, 90.0, 1 << 20))[2].met);
+    }
+
+    #[test]
+    fn shows_every_cell_and_the_seed() {
+        let s = shown(&report(80.0, 50.0, 90.0, 0));
+        let text = s.words();
+        for want in [
+            "4k randread (IOPS)",
+            "128k write (MB/s)",
+            "1.60x",
+            "1.01x / 1.05x",
+        ] {
+            assert!(text.contains(want), "{want} missing from:\n{text}");
+        }
+        assert_eq!(s.targets.iter().filter(|t| t.met).count(), 3, "{text}");
+    }
+
+    fn shown(r: &LoopReport) -> Section {
+        let mut s = Section::new(Loop::KEY, &SEED);
+        r.section(None, &mut s);
+        s
+    }
+
+    #[test]
+    fn tls_rows_join_the_table_and_the_targets() {
+        let mut r = report(80.0, 50.0, 90.0, 0);
+        r.tls = crate::experiments::loopdev::tls::fixture::report([100.0, 70.0], [90.0, 60.0]);
+        let text = shown(&r).words();
+        assert!(text.contains("TLS (issue 12)"), "{text}");
+        let met: Vec<bool> = targets(&r).iter().map(|t| t.met).collect();
+        // vecio over TLS: 70 of 100 plain (a 30% cost), 1.17x qemu-nbd's 60.
+        assert_eq!(met, [true, true, true, false, false, false, false]);
+        r.tls = crate::experiments::loopdev::tls::TlsReport::default();
+        r.tls.skipped = Some("qemu-nbd is not installed".into());
+        let text = shown(&r).words();
+        assert!(
+            text.contains("TLS rows: not measured: qemu-nbd is not installed"),
+            "{text}"
+        );
+        assert_eq!(targets(&r).len(), 3);
+    }
+}

@@ -1,0 +1,35 @@
+//! The request decoder as a fuzzer, or a tool reading captured requests, sees it: a request's
+//! header and arguments ([`Request`], [`Body`]), its extensions ([`Extensions`]), and the
+//! `FUSE_INIT` offer and what vecio takes from it. Nothing here touches a file or the kernel.
+
+use crate::abi::{InitFlags, InitIn};
+use crate::session::InitWants;
+
+pub use crate::ext::Extensions;
+pub use crate::request::{Body, Request};
+
+/// The flags the kernel offers in `init` (`flags`, and `flags2` above bit 31 when
+/// `FUSE_INIT_EXT` is set).
+pub fn offered(init: &InitIn) -> InitFlags {
+    let mut kernel = InitFlags::from_bits_retain(init.flags as u64);
+    if kernel.contains(InitFlags::INIT_EXT) {
+        kernel |= InitFlags::from_bits_retain((init.flags2 as u64) << 32);
+    }
+    kernel
+}
+
+/// What vecio agrees to when `offered` is offered, for a mount with every option on (export,
+/// request timeout, idmap, ACLs, write-back cache, passthrough, io_uring).
+pub fn agreed(offered: InitFlags) -> InitFlags {
+    let wants = InitWants {
+        max_pages: 256,
+        passthrough: true,
+        uring: true,
+        posix_acl: true,
+        writeback_cache: true,
+        export: true,
+        request_timeout: Some(30),
+        idmap: true,
+    };
+    crate::session::agree(offered, &wants)
+}
