@@ -11,7 +11,8 @@
 //! every connection finish what it has in flight, flushes the file and exits 0. Under systemd
 //! socket activation (`LISTEN_PID` is this process, `LISTEN_FDS` >= 1) it serves the passed
 //! sockets (fd 3 on) instead of binding any. TLS options follow nbdkit (`--tls`,
-//! `--tls-certificates`, `--tls-verify-peer`).
+//! `--tls-certificates`, `--tls-verify-peer`); `--tls-authz` follows qemu-nbd's (a list of
+//! allowed certificate DNs, or an authz-listfile), `--allow`/`--deny` nbdkit's ip filter.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -83,7 +84,7 @@ pub struct NbdArgs {
     #[arg(long)]
     pub exit_with_parent: bool,
     /// TLS: off, on (offered; clients choose) or require (plain clients are refused with
-    /// NBD_REP_ERR_TLS_REQD). Default: on when --tls-certificates is given, else off.
+    /// NBD_REP_ERR_TLS_REQD). Default: require with --tls-authz, on when --tls-certificates or --tls-psk is given, else off.
     #[arg(long)]
     pub tls: Option<vecio_nbd::TlsMode>,
     /// Directory with server-cert.pem, server-key.pem and (for --tls-verify-peer)
@@ -98,6 +99,32 @@ pub struct NbdArgs {
     /// tls-username, or qemu's tls-creds-psk, read it).
     #[arg(long, value_name = "FILE", conflicts_with = "tls_certificates")]
     pub tls_psk: Option<PathBuf>,
+    /// Let on only TLS clients whose certificate subject DN (RFC 4514, most specific part
+    /// first: "CN=client-a,O=Example,C=GB", as the refusal log prints it) is one of these, or
+    /// with --tls-psk whose user name is; "glob:PATTERN" is a shell glob. Repeat for more.
+    /// Needs --tls=require and, with certificates, --tls-verify-peer (both implied when not
+    /// given). Others are logged and disconnected after the TLS handshake.
+    #[arg(long, value_name = "DN", conflicts_with = "tls_authz_file")]
+    pub tls_authz: Vec<String>,
+    /// As --tls-authz, from qemu's authz-listfile JSON: {"policy": "deny", "rules":
+    /// [{"match": DN, "policy": "allow"|"deny", "format": "exact"|"glob"}]}; the first rule
+    /// that matches decides, else the policy. Read once, at start.
+    #[arg(long, value_name = "FILE")]
+    pub tls_authz_file: Option<PathBuf>,
+    /// Serve these clients whatever --deny says: addresses, networks (10.0.0.0/8,
+    /// fd00::/64), all, anyipv4, anyipv6, anyunix, uid:N, gid:N, pid:N (Unix-socket
+    /// clients), comma-separated or repeated, as nbdkit's ip filter takes them.
+    #[arg(long, value_name = "RULES", value_delimiter = ',', value_parser = parse_rule)]
+    pub allow: Vec<vecio_nbd::AddrRule>,
+    /// Refuse these clients (the same forms as --allow) unless --allow names them; clients
+    /// neither names are served. A refused client is logged and disconnected at once.
+    #[arg(long, value_name = "RULES", value_delimiter = ',', value_parser = parse_rule)]
+    pub deny: Vec<vecio_nbd::AddrRule>,
+}
+
+/// One `--allow`/`--deny` rule.
+fn parse_rule(s: &str) -> std::result::Result<vecio_nbd::AddrRule, String> {
+    s.trim().parse()
 }
 
 /// `--aio`: vecio's engine names, and qemu-nbd's.
@@ -134,12 +161,8 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
         )
         .into());
     }
-    let default = if a.tls_certificates.is_some() || a.tls_psk.is_some() {
-        TlsMode::On
-    } else {
-        TlsMode::Off
-    };
-    let mode = a.tls.unwrap_or(default);
+    let authz = authz(a)?;
+    let mode = tls_mode(a);
     if mode == TlsMode::Off {
         return Ok(None);
     }
@@ -151,11 +174,46 @@ fn tls(a: &NbdArgs) -> Result<Option<vecio_nbd::Tls>> {
             ))
             .into())
         }
-        (Some(dir), None) => vecio_nbd::Tls::from_dir(mode, dir, a.tls_verify_peer)?,
+        (Some(dir), None) => {
+            let verify = a.tls_verify_peer || authz.is_some();
+            vecio_nbd::Tls::from_dir(mode, dir, verify)?
+        }
         (None, Some(file)) => vecio_nbd::Tls::from_psk_file(mode, file)?,
         (Some(_), Some(_)) => unreachable!("clap refuses --tls-certificates with --tls-psk"),
     };
-    Ok(Some(tls))
+    match authz {
+        None => Ok(Some(tls)),
+        Some(_) if mode != TlsMode::Require => {
+            Err(UsageError("--tls-authz checks every client: it needs --tls=require".into()).into())
+        }
+        Some(list) => Ok(Some(tls.with_authz(list)?)),
+    }
+}
+
+/// `--tls`, or its default: require under `--tls-authz`, on with credentials, else off.
+fn tls_mode(a: &NbdArgs) -> vecio_nbd::TlsMode {
+    use vecio_nbd::TlsMode;
+    let authz = !a.tls_authz.is_empty() || a.tls_authz_file.is_some();
+    let default = match (&a.tls_certificates, &a.tls_psk) {
+        _ if authz => TlsMode::Require,
+        (None, None) => TlsMode::Off,
+        _ => TlsMode::On,
+    };
+    a.tls.unwrap_or(default)
+}
+
+/// The `--tls-authz` list, from the options or the file; `None` when neither is given.
+fn authz(a: &NbdArgs) -> Result<Option<vecio_nbd::Authz>> {
+    let list = match (&a.tls_authz_file, a.tls_authz.is_empty()) {
+        (Some(file), _) => vecio_nbd::Authz::load(file)?,
+        (None, false) => vecio_nbd::Authz::allowing(a.tls_authz.iter().cloned()),
+        (None, true) => return Ok(None),
+    };
+    if a.tls_certificates.is_none() && a.tls_psk.is_none() {
+        let msg = "--tls-authz checks TLS identities: it needs --tls-certificates or --tls-psk";
+        return Err(UsageError(msg.into()).into());
+    }
+    Ok(Some(list))
 }
 
 /// The server of FILE, or of DIR's files, listening nowhere yet.
@@ -165,6 +223,10 @@ fn server(a: &NbdArgs) -> Result<Server> {
         shared: a.shared,
         tls: tls(a)?,
         oneshot: a.oneshot,
+        access: vecio_nbd::IpFilter {
+            allow: a.allow.clone(),
+            deny: a.deny.clone(),
+        },
     };
     let export = ExportOptions {
         name: a.export_name.clone(),
@@ -261,8 +323,8 @@ fn listen(
     };
     let name = uri_path(&a.export_name);
     // nbds: the client must use TLS (only under --tls=require is that true of every client).
-    let scheme = match a.tls {
-        Some(vecio_nbd::TlsMode::Require) => "nbds",
+    let scheme = match tls_mode(a) {
+        vecio_nbd::TlsMode::Require => "nbds",
         _ => "nbd",
     };
     let mut lines = Vec::new();

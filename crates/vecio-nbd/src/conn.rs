@@ -100,6 +100,8 @@ pub(crate) struct Conn {
     closing: Option<Closing>,
     reaped: Vec<Completion>,
     sent: Vec<AlignedBuf>,
+    /// Emptied buffer lists of finished requests, for the next ones.
+    spare: Vec<Vec<OwnedBuf>>,
 }
 
 impl Conn {
@@ -112,6 +114,7 @@ impl Conn {
         engine: vecio::EngineKind,
         shutdown: ShutdownHandle,
     ) -> Result<Self> {
+        let plain = !stream.is_tls();
         let mut queue = Queue::new(engine.build()?);
         let bufs = request_buffers(id, &export, &mut queue);
         let limits = Limits {
@@ -128,7 +131,7 @@ impl Conn {
             limits,
             shutdown,
             queue,
-            rx: Inbox::new(session.framing),
+            rx: Inbox::new(session.framing, plain),
             tx: Outbox::default(),
             bufs,
             pending: Vec::new(),
@@ -137,6 +140,7 @@ impl Conn {
             closing: None,
             reaped: Vec::new(),
             sent: Vec::new(),
+            spare: Vec::new(),
         })
     }
 
@@ -186,6 +190,7 @@ impl Conn {
                 Ok(r) if r.shutdown && self.closing.is_none() => {
                     self.closing = Some(Closing::Shutdown)
                 }
+                Ok(r) if r.readable => self.rx.socket_ready(),
                 Ok(_) => {}
                 Err(e) => break Err(self.sock_err(e)),
             }
@@ -209,13 +214,17 @@ impl Conn {
         result
     }
 
-    /// One round: receive and dispatch, submit, reap, send.
+    /// One round: receive and dispatch, reap, send. What was pushed goes to the kernel with
+    /// the wait that follows (`wait_io`: one `io_uring_enter` submits and waits), not with a
+    /// system call of its own.
     fn step(&mut self) -> Result<()> {
         if self.shutdown.is_triggered() && self.closing.is_none() {
             self.closing = Some(Closing::Shutdown);
         }
+        if self.queue.watch_fired().is_some() {
+            self.rx.socket_ready();
+        }
         self.receive()?;
-        self.queue.submit()?;
         self.complete()?;
         self.send()
     }
@@ -341,7 +350,7 @@ impl Conn {
             p.extents = extents;
         }
         let file = self.export.file().clone();
-        let bufs = vec![OwnedBuf::Aligned(buf)];
+        let bufs = self.one_buf(buf);
         if let Err(vecio::PushError { error: e, bufs }) =
             self.queue
                 .push_read(&file, req.offset, bufs, RwFlags::empty(), slot as u64)
@@ -364,7 +373,7 @@ impl Conn {
         };
         let slot = self.slot(req, Command::Write, done, retries);
         let file = self.export.file().clone();
-        let bufs = vec![OwnedBuf::Aligned(buf)];
+        let bufs = self.one_buf(buf);
         if let Err(vecio::PushError { error: e, bufs }) =
             self.queue
                 .push_write(&file, offset, bufs, flags, slot as u64)
@@ -419,6 +428,8 @@ impl Conn {
         let unsent = !self.tx.is_empty() || self.stream.wants_write();
         if !read && !unsent {
             self.queue.submit_and_wait(1)?;
+            // The socket was not watched: it may have requests by now.
+            self.rx.socket_ready();
         } else if read && (self.stream.buffered() || self.rx.holds_request()) {
             // Requests wait in TLS or the read buffer already: take them first.
             self.queue.submit()?;
@@ -430,6 +441,7 @@ impl Conn {
             // Replies wait for room in the socket, or the engine cannot watch it: look at the
             // socket again after a short wait on the disk.
             self.queue.submit_and_wait_timeout(SOCKET_LOOK)?;
+            self.rx.socket_ready();
         }
         self.complete()
     }
@@ -446,19 +458,23 @@ impl Conn {
     /// Turns every ready completion into a reply (or a retry of a short write).
     fn complete(&mut self) -> Result<()> {
         self.queue.reap(&mut self.reaped);
-        let reaped = std::mem::take(&mut self.reaped);
-        for c in reaped {
+        let mut reaped = std::mem::take(&mut self.reaped);
+        let mut result = Ok(());
+        for c in reaped.drain(..) {
             let Some(p) = self.unslot(c.user_data as usize) else {
                 self.give_back(c.bufs);
                 continue;
             };
             if p.cmd == Command::Read {
                 self.read_done(p, c);
-            } else {
-                self.write_done(p, c)?;
+            } else if let Err(e) = self.write_done(p, c) {
+                result = Err(e);
+                break;
             }
         }
-        Ok(())
+        // The vector's room is kept for the next reap.
+        self.reaped = reaped;
+        result
     }
 
     fn read_done(&mut self, p: Pending, c: Completion) {
@@ -466,11 +482,13 @@ impl Conn {
         let buf = match bufs.pop() {
             Some(OwnedBuf::Aligned(b)) => b,
             other => {
-                self.give_back(other.into_iter().collect());
+                bufs.extend(other);
+                self.give_back(bufs);
                 self.reply_error(&p.req, Errno::EIO);
                 return;
             }
         };
+        self.give_back(bufs);
         match c.result {
             Ok(n) => {
                 let mut buf = buf;
@@ -499,11 +517,13 @@ impl Conn {
         let buf = match bufs.pop() {
             Some(OwnedBuf::Aligned(b)) => b,
             other => {
-                self.give_back(other.into_iter().collect());
+                bufs.extend(other);
+                self.give_back(bufs);
                 self.reply_error(&p.req, Errno::EIO);
                 return Ok(());
             }
         };
+        self.give_back(bufs);
         match c.result {
             Ok(n) if n >= buf.len() => {
                 self.bufs.put(buf);
@@ -530,12 +550,24 @@ impl Conn {
         Ok(())
     }
 
-    fn give_back(&mut self, bufs: Vec<OwnedBuf>) {
-        for b in bufs {
+    /// Returns a request's buffers to the pool, keeping the emptied vector for the next
+    /// request's (no allocation per request).
+    fn give_back(&mut self, mut bufs: Vec<OwnedBuf>) {
+        for b in bufs.drain(..) {
             if let OwnedBuf::Aligned(b) = b {
                 self.bufs.put(b);
             }
         }
+        if self.spare.len() < MAX_IN_FLIGHT {
+            self.spare.push(bufs);
+        }
+    }
+
+    /// `buf` as a request's buffer list, in a vector kept from an earlier request.
+    fn one_buf(&mut self, buf: AlignedBuf) -> Vec<OwnedBuf> {
+        let mut v = self.spare.pop().unwrap_or_default();
+        v.push(OwnedBuf::Aligned(buf));
+        v
     }
 }
 

@@ -58,6 +58,8 @@ pub(crate) enum Stop {
     Io(std::io::Error),
     /// The client left, or shutdown began while waiting for it.
     Closed,
+    /// The client is not let on (`--tls-authz`): why, naming it.
+    Refused(String),
 }
 
 impl From<std::io::Error> for Stop {
@@ -288,6 +290,7 @@ fn starttls(
             st.reply(option, rep::ACK, &[]);
             wire.write_all(&std::mem::take(&mut st.out))?;
             wire.stream.start_tls(t)?;
+            authorize(wire.stream, t)?;
             st.framing = Framing::Simple;
             st.meta = None;
             tracing::debug!(
@@ -297,6 +300,25 @@ fn starttls(
         }
     }
     wire.write_all(&std::mem::take(&mut st.out))
+}
+
+/// `--tls-authz`: the identity TLS proved must be one the list allows.
+fn authorize(stream: &Stream, tls: &Tls) -> Result<(), Stop> {
+    let Some(authz) = tls.authz() else {
+        return Ok(());
+    };
+    match stream.tls_identity() {
+        Some(id) if authz.allows(&id) => {
+            tracing::debug!(identity = id, "TLS identity allowed");
+            Ok(())
+        }
+        Some(id) => Err(Stop::Refused(format!(
+            "TLS identity {id:?} is not allowed (--tls-authz)"
+        ))),
+        None => Err(Stop::Refused(
+            "the client proved no TLS identity (--tls-authz)".into(),
+        )),
+    }
 }
 
 /// Runs the handshake on `wire` for `exports`, with `tls` offered or required if given.

@@ -18,10 +18,12 @@
 //! simple and structured replies, extended headers (`NBD_OPT_EXTENDED_HEADERS`: 64-bit
 //! lengths, `NBD_REPLY_TYPE_BLOCK_STATUS_EXT`, a block-status payload filter), READ, WRITE, FLUSH, TRIM, WRITE_ZEROES (NO_HOLE,
 //! FAST_ZERO), BLOCK_STATUS (`base:allocation`), CACHE, DISC; FUA and DF flags; TLS through
-//! `NBD_OPT_STARTTLS` ([`Tls`]).
+//! `NBD_OPT_STARTTLS` ([`Tls`]); access control by address ([`IpFilter`], nbdkit's ip
+//! filter) and by TLS identity ([`Authz`], qemu's `authz-list`).
 
 #![warn(missing_docs)]
 
+mod access;
 mod activation;
 mod check;
 mod conn;
@@ -41,11 +43,12 @@ mod sparse;
 mod stream;
 mod tls;
 
+pub use access::{AddrRule, Authz, AuthzRule, Cred, IpFilter, MatchFormat, Peer, Policy};
 pub use activation::listen_fds;
 pub use dir::{check_name, ExportDir};
 pub use error::{Error, Malformed, Result};
-pub use held::{Held, HeldCounter};
 pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
+pub use held::{Held, HeldCounter};
 pub use server::{ListenAddr, Server, ServerOptions};
 pub use stream::ShutdownHandle;
 pub use tls::{Tls, TlsMode};

@@ -62,11 +62,21 @@ pub(crate) struct Inbox {
     /// Length of a request header: compact or extended, as negotiated.
     header_len: usize,
     framing: Framing,
+    /// A short read means the socket had nothing more (plain sockets; not under TLS, whose
+    /// reads return a record at a time).
+    short_read_drains: bool,
+    /// The last read from the socket was short: reading again before the socket is reported
+    /// readable ([`socket_ready`](Self::socket_ready)) would only return `EAGAIN`.
+    drained: bool,
 }
 
 impl Inbox {
-    /// An empty inbox for requests framed as `framing` says.
-    pub(crate) fn new(framing: Framing) -> Self {
+    /// An empty inbox for requests framed as `framing` says. With `short_read_drains` (a
+    /// plain socket), a read that returns less than it asked for is taken to mean the socket
+    /// is empty: no read is tried again, to meet `EAGAIN`, until
+    /// [`socket_ready`](Self::socket_ready) says the socket is readable (the connection's wait
+    /// watches it whenever it wants requests, so nothing that arrives is missed).
+    pub(crate) fn new(framing: Framing, short_read_drains: bool) -> Self {
         Inbox {
             buf: vec![0u8; INBUF].into_boxed_slice(),
             start: 0,
@@ -74,7 +84,25 @@ impl Inbox {
             state: State::Header,
             header_len: framing.request_len(),
             framing,
+            short_read_drains,
+            drained: false,
         }
+    }
+
+    /// The socket may have bytes again (a wait saw it readable, or did not look).
+    pub(crate) fn socket_ready(&mut self) {
+        self.drained = false;
+    }
+
+    /// One read from the socket into `buf`, noting a short one.
+    fn read(&mut self, stream: &mut Stream, buf_end: usize) -> io::Result<usize> {
+        if self.drained {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let want = self.buf.len() - buf_end;
+        let n = stream.read(&mut self.buf[buf_end..])?;
+        self.drained = self.short_read_drains && n > 0 && n < want;
+        Ok(n)
     }
 
     /// Bytes received and not yet handed out as a message.
@@ -150,7 +178,7 @@ impl Inbox {
             self.start = 0;
         }
         loop {
-            match stream.read(&mut self.buf[self.end..]) {
+            match self.read(stream, self.end) {
                 Ok(n) => {
                     self.end += n;
                     return Ok(n);
@@ -180,9 +208,16 @@ impl Inbox {
                     self.start += take;
                     // Large remainders go straight into the payload buffer, not through ours.
                     while *filled < buf.len() && buf.len() - *filled >= INBUF / 2 {
+                        if self.drained {
+                            return Ok(Ok(Recv::Pending));
+                        }
+                        let want = buf.len() - *filled;
                         match stream.read(&mut buf[*filled..]) {
                             Ok(0) => return Ok(Err(Malformed::Eof)),
-                            Ok(n) => *filled += n,
+                            Ok(n) => {
+                                *filled += n;
+                                self.drained = self.short_read_drains && n < want;
+                            }
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                 return Ok(Ok(Recv::Pending))

@@ -91,23 +91,27 @@ impl Outbox {
     ) -> io::Result<bool> {
         while !self.queue.is_empty() {
             let n = {
-                let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 * BATCH);
+                // On the stack: no allocation per send.
+                let mut slices = [IoSlice::new(&[]); 2 * BATCH];
+                let mut k = 0;
                 for out in self.queue.iter().take(BATCH) {
                     let head = out.head.as_slice();
                     let mut skip = out.sent;
                     if skip < head.len() {
-                        slices.push(IoSlice::new(&head[skip..]));
+                        slices[k] = IoSlice::new(&head[skip..]);
+                        k += 1;
                         skip = 0;
                     } else {
                         skip -= head.len();
                     }
                     if let Some(p) = &out.payload {
                         if skip < p.len() {
-                            slices.push(IoSlice::new(&p[skip..]));
+                            slices[k] = IoSlice::new(&p[skip..]);
+                            k += 1;
                         }
                     }
                 }
-                match stream.write_vectored(&slices) {
+                match stream.write_vectored(&slices[..k]) {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
+use crate::access::{IpFilter, Peer};
 use crate::conn::Conn;
 use crate::dir::ExportDir;
 use crate::error::{Error, Result};
@@ -51,6 +52,8 @@ pub struct ServerOptions {
     /// Stop once the first client has come and every connection has gone (`--oneshot`,
     /// qemu-nbd's default); false: serve until shut down (`-t/--persistent`).
     pub oneshot: bool,
+    /// Which clients may connect (`--allow`, `--deny`); empty: all.
+    pub access: IpFilter,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +63,7 @@ impl Default for ServerOptions {
             shared: 16,
             tls: None,
             oneshot: false,
+            access: IpFilter::default(),
         }
     }
 }
@@ -74,12 +78,16 @@ enum Listener {
 }
 
 impl Listener {
-    fn accept(&self) -> io::Result<Stream> {
+    /// The next client and who it is.
+    fn accept(&self) -> io::Result<(Stream, Peer)> {
         match self {
-            Listener::Unix { l, .. } => l.accept().map(|(s, _)| Stream::from(Sock::Unix(s))),
-            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+            Listener::Unix { l, .. } => l.accept().map(|(s, _)| {
+                let peer = Peer::unix(&s);
+                (Stream::from(Sock::Unix(s)), peer)
+            }),
+            Listener::Tcp(l) => l.accept().map(|(s, addr)| {
                 let _ = s.set_nodelay(true);
-                Stream::from(Sock::Tcp(s))
+                (Stream::from(Sock::Tcp(s)), Peer::tcp(addr))
             }),
         }
     }
@@ -272,7 +280,7 @@ impl Server {
                     if self.opts.shared > 0 && conns.len() >= self.opts.shared {
                         break;
                     }
-                    let stream = match self.listeners[i].accept() {
+                    let (stream, peer) = match self.listeners[i].accept() {
                         Ok(s) => s,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -282,8 +290,13 @@ impl Server {
                             break;
                         }
                     };
+                    if !self.opts.access.permits(&peer) {
+                        tracing::warn!(%peer, "refused: the client is not allowed (--allow/--deny)");
+                        drop(stream);
+                        continue;
+                    }
                     next_id += 1;
-                    conns.push(self.spawn(next_id, stream)?);
+                    conns.push(self.spawn(next_id, stream, peer)?);
                 }
             }
         }
@@ -330,7 +343,7 @@ impl Server {
             .collect())
     }
 
-    fn spawn(&self, id: u64, stream: Stream) -> Result<JoinHandle<()>> {
+    fn spawn(&self, id: u64, stream: Stream, peer: Peer) -> Result<JoinHandle<()>> {
         let exports = self.exports.clone();
         let shutdown = self.shutdown.clone();
         let count = crate::held::ConnectionCount::new(&self.connections);
@@ -340,7 +353,7 @@ impl Server {
         std::thread::Builder::new()
             .name(format!("nbd-conn-{id}"))
             .spawn(move || {
-                connection(id, stream, exports, aio, tls, shutdown);
+                connection(id, stream, peer, exports, aio, tls, shutdown);
                 drop(count);
                 if tracing::enabled!(tracing::Level::DEBUG) {
                     tracing::debug!(conn = id, "ended; holding {}", held.now());
@@ -354,12 +367,12 @@ impl Server {
 fn connection(
     id: u64,
     mut stream: Stream,
+    peer: Peer,
     exports: Arc<Exports>,
     aio: vecio::EngineKind,
     tls: Option<Tls>,
     shutdown: ShutdownHandle,
 ) {
-    let peer = stream.peer();
     tracing::debug!(conn = id, %peer, "connected");
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_timeouts(Some(Duration::from_secs(30)));
@@ -375,6 +388,11 @@ fn connection(
         Ok(Outcome::Go(s, e)) => (s, e),
         Ok(Outcome::Closed) | Err(Stop::Closed) => {
             tracing::debug!(conn = id, "left during the handshake");
+            stream.close();
+            return;
+        }
+        Err(Stop::Refused(why)) => {
+            tracing::warn!(conn = id, %peer, "refused: {why}");
             stream.close();
             return;
         }

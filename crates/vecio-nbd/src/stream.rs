@@ -103,15 +103,9 @@ impl Stream {
         };
     }
 
-    /// The peer, for logs.
-    pub(crate) fn peer(&self) -> String {
-        match &self.sock {
-            Sock::Unix(_) => "unix".to_string(),
-            Sock::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_else(|_| "tcp".to_string()),
-        }
+    /// Who the client proved to be over TLS (certificate subject DN or PSK user name).
+    pub(crate) fn tls_identity(&self) -> Option<String> {
+        self.tls.as_ref().and_then(|t| t.identity())
     }
 
     /// The TLS version and cipher suite in use, for logs.

@@ -1,15 +1,12 @@
 //! Real NBD clients against an in-process server: nbdinfo, nbdcopy (Unix socket and TCP,
 //! 4 connections), qemu-img convert and compare, qemu-io with unaligned requests, and fio's
-//! nbd engine with crc32c verification. nbdinfo, nbdcopy over the Unix socket, qemu-img and
-//! qemu-io run twice where the trixie chroot of `scripts/peers` exists: the host's (compact
-//! headers) and the chroot's (extended headers). Each test skips, saying why, when its client
-//! is missing.
+//! nbd engine with crc32c verification. Every client runs twice where the trixie chroot of
+//! `scripts/peers` exists: the host's (compact headers) and the chroot's (extended headers).
+//! Each test skips, saying why, when its client is missing.
 
 mod common;
 
-use std::process::Command;
-
-use common::{have, random_bytes, run, start, Opts};
+use common::{random_bytes, run, share, start, Opts};
 use vecio_nbd::Cache;
 use vecio_testkit::Peers;
 
@@ -76,26 +73,28 @@ fn nbdinfo_reports(peers: &Peers) {
 
 #[test]
 fn nbdinfo_sees_a_read_only_export() {
-    if !have("nbdinfo") {
-        return;
-    }
     let mut srv = start(Opts {
         read_only: true,
         ..Default::default()
     });
-    let out = run(Command::new("nbdinfo").arg("--json").arg(srv.unix_uri()));
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let e = &v["exports"][0];
-    assert_eq!(e["is_read_only"], true);
-    assert_eq!(e["can_trim"], false);
-    assert_eq!(e["can_zero"], false);
+    for peers in Peers::all().iter().filter(|p| p.has("nbdinfo")) {
+        let mut nbdinfo = peers.command("nbdinfo", share());
+        let out = run(nbdinfo.arg("--json").arg(srv.unix_uri()));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let e = &v["exports"][0];
+        assert_eq!(e["is_read_only"], true, "{}", peers.name());
+        assert_eq!(e["can_trim"], false);
+        assert_eq!(e["can_zero"], false);
+    }
     srv.stop().unwrap();
 }
 
-/// Copies a random image into the export and back with 4 connections; both copies must be
-/// byte-identical to the source.
+/// Copies a random image into the export and back with 4 connections, with each peer set's
+/// nbdcopy; both copies must be byte-identical to the source.
 fn nbdcopy_round_trip(tcp: bool, cache: Cache) {
-    nbdcopy_round_trip_with(&Peers::host(), tcp, cache);
+    for peers in Peers::all() {
+        nbdcopy_round_trip_with(&peers, tcp, cache);
+    }
 }
 
 fn nbdcopy_round_trip_with(peers: &Peers, tcp: bool, cache: Cache) {
@@ -111,7 +110,7 @@ fn nbdcopy_round_trip_with(peers: &Peers, tcp: bool, cache: Cache) {
     });
     let src = srv.dir.path().join("src.bin");
     let back = srv.dir.path().join("back.bin");
-    let data = random_bytes(size, 42 + tcp as u64);
+    let data = random_bytes(size, 42 + tcp as u64 + 2 * peers.is_chroot() as u64);
     std::fs::write(&src, &data).unwrap();
     let uri = if tcp { srv.tcp_uri() } else { srv.unix_uri() };
     let nbdcopy = || peers.command("nbdcopy", srv.dir.path());
@@ -121,16 +120,21 @@ fn nbdcopy_round_trip_with(peers: &Peers, tcp: bool, cache: Cache) {
         .arg(&src)
         .arg(&uri));
     run(nbdcopy().arg("--connections=4").arg(&uri).arg(&back));
-    assert!(std::fs::read(&back).unwrap() == data, "read back differs");
+    let who = peers.name();
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "{who}: read back differs"
+    );
     srv.stop().unwrap();
-    assert!(std::fs::read(&srv.image).unwrap() == data, "image differs");
+    assert!(
+        std::fs::read(&srv.image).unwrap() == data,
+        "{who}: image differs"
+    );
 }
 
 #[test]
 fn nbdcopy_round_trip_over_unix_socket() {
-    for peers in Peers::all() {
-        nbdcopy_round_trip_with(&peers, false, Cache::None);
-    }
+    nbdcopy_round_trip(false, Cache::None);
 }
 
 #[test]
@@ -226,22 +230,27 @@ fn qemu_io_unaligned_with(peers: &Peers) {
 
 #[test]
 fn fio_nbd_engine_verifies_crc32c() {
-    if !have("fio") {
-        return;
+    for peers in Peers::all().iter().filter(|p| p.has("fio")) {
+        fio_verifies(peers);
     }
-    let has_nbd = Command::new("fio")
+}
+
+fn fio_verifies(peers: &Peers) {
+    let has_nbd = peers
+        .command("fio", share())
         .arg("--enghelp=nbd")
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_nbd {
-        eprintln!("SKIP: this fio has no nbd engine");
+        eprintln!("SKIP: fio ({}) has no nbd engine", peers.name());
         return;
     }
     let mut srv = start(Opts {
         size: 32 << 20,
         ..Default::default()
     });
-    let out = run(Command::new("fio")
+    let out = run(peers
+        .command("fio", share())
         .current_dir(srv.dir.path())
         .args([
             "--name=verify",
@@ -259,7 +268,7 @@ fn fio_nbd_engine_verifies_crc32c() {
     let start = out.find('{').expect("fio JSON");
     let v: serde_json::Value = serde_json::from_str(&out[start..]).unwrap();
     let job = &v["jobs"][0];
-    assert_eq!(job["error"], 0, "{out}");
+    assert_eq!(job["error"], 0, "{}: {out}", peers.name());
     assert!(job["write"]["io_bytes"].as_u64().unwrap() >= 32 << 20);
     assert!(job["read"]["io_bytes"].as_u64().unwrap() >= 32 << 20);
     srv.stop().unwrap();

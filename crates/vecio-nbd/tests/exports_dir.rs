@@ -4,7 +4,8 @@
 //! a link to a file outside, a subdirectory) are refused with `NBD_REP_ERR_UNKNOWN` (libnbd's
 //! `ENOENT`) or, for `NBD_OPT_EXPORT_NAME`, a closed connection; files added after start are
 //! served and removed ones vanish; read-only, buffered, every engine, sparse reads and TLS
-//! work per export.
+//! work per export. Every client runs from the host (libnbd 1.14) and from the trixie chroot
+//! (libnbd 1.22) where it exists.
 
 mod common;
 
@@ -14,9 +15,10 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{have, python_with_libnbd, random_bytes, run, scratch, start_dir, Opts, Running};
+use common::{libnbd_python, random_bytes, run, scratch, share, start_dir, Opts, Running};
 use vecio_nbd::proto::{self, opt, rep, OptionHeader};
 use vecio_nbd::{Cache, ExportOptions};
+use vecio_testkit::Peers;
 
 const MIB: usize = 1 << 20;
 
@@ -62,9 +64,21 @@ fn uri(srv: &Running, name: &str) -> String {
     format!("nbd+unix:///{name}?socket={}", srv.socket.display())
 }
 
+/// `prog` of `peers`, seeing the test directories at their own paths.
+fn client(peers: &Peers, prog: &str) -> Command {
+    peers.command(prog, share())
+}
+
+/// The peer sets that have every program of `progs`.
+fn with(progs: &[&str]) -> Vec<Peers> {
+    let all = Peers::all().into_iter();
+    all.filter(|p| progs.iter().all(|prog| p.has(prog)))
+        .collect()
+}
+
 /// The exports `nbdinfo --list --json` shows: (name, description, size).
-fn listed(srv: &Running) -> Vec<(String, String, u64)> {
-    let out = run(Command::new("nbdinfo").args(["--list", "--json", &uri(srv, "")]));
+fn listed(peers: &Peers, srv: &Running) -> Vec<(String, String, u64)> {
+    let out = run(client(peers, "nbdinfo").args(["--list", "--json", &uri(srv, "")]));
     let v: serde_json::Value = serde_json::from_str(&out).expect("nbdinfo --json");
     let exports = v["exports"].as_array().expect("exports").iter();
     exports
@@ -77,16 +91,16 @@ fn listed(srv: &Running) -> Vec<(String, String, u64)> {
 }
 
 /// The bytes of export `name`, copied out by nbdcopy.
-fn copy_out(srv: &Running, name: &str) -> Vec<u8> {
+fn copy_out(peers: &Peers, srv: &Running, name: &str) -> Vec<u8> {
     let out = srv.dir.path().join(format!("copy-{name}"));
     let _ = std::fs::remove_file(&out);
-    run(Command::new("nbdcopy").arg(uri(srv, name)).arg(&out));
+    run(client(peers, "nbdcopy").arg(uri(srv, name)).arg(&out));
     std::fs::read(&out).unwrap()
 }
 
 /// True when nbdinfo can open export `name`.
-fn nbdinfo_opens(srv: &Running, name: &str) -> bool {
-    let out = Command::new("nbdinfo")
+fn nbdinfo_opens(peers: &Peers, srv: &Running, name: &str) -> bool {
+    let out = client(peers, "nbdinfo")
         .arg(uri(srv, name))
         .output()
         .unwrap();
@@ -95,9 +109,12 @@ fn nbdinfo_opens(srv: &Running, name: &str) -> bool {
 
 #[test]
 fn nbdinfo_lists_every_regular_file_and_nothing_else() {
-    if !have("nbdinfo") {
-        return;
+    for peers in with(&["nbdinfo"]) {
+        lists_every_regular_file(&peers);
     }
+}
+
+fn lists_every_regular_file(peers: &Peers) {
     let srv = serve("b.img", "the b disk", Opts::default());
     let want = [
         ("a.img".to_string(), String::new(), MIB as u64),
@@ -107,29 +124,32 @@ fn nbdinfo_lists_every_regular_file_and_nothing_else() {
             2 * MIB as u64,
         ),
     ];
-    assert_eq!(listed(&srv), want);
+    assert_eq!(listed(peers, &srv), want, "{}", peers.name());
     // The default export is b.img.
-    let out = run(Command::new("nbdinfo").args(["--size", &uri(&srv, "")]));
+    let out = run(client(peers, "nbdinfo").args(["--size", &uri(&srv, "")]));
     assert_eq!(out.trim(), (2 * MIB).to_string());
 }
 
 #[test]
 fn two_exports_read_their_own_bytes_and_take_writes_from_four_connections() {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        return;
+    for peers in with(&["nbdinfo", "nbdcopy"]) {
+        two_exports(&peers);
     }
+}
+
+fn two_exports(peers: &Peers) {
     let srv = serve("", "", Opts::default());
-    assert_eq!(copy_out(&srv, "a.img"), random_bytes(MIB, 1));
-    assert_eq!(copy_out(&srv, "b.img"), random_bytes(2 * MIB, 2));
+    assert_eq!(copy_out(peers, &srv, "a.img"), random_bytes(MIB, 1));
+    assert_eq!(copy_out(peers, &srv, "b.img"), random_bytes(2 * MIB, 2));
     // Four connections to b.img share its one file; a.img is untouched.
     let src = srv.dir.path().join("new-b");
     std::fs::write(&src, random_bytes(2 * MIB, 9)).unwrap();
-    run(Command::new("nbdcopy")
+    run(client(peers, "nbdcopy")
         .args(["--connections=4", "--request-size=65536"])
         .arg(&src)
         .arg(uri(&srv, "b.img")));
-    assert_eq!(copy_out(&srv, "b.img"), random_bytes(2 * MIB, 9));
-    assert_eq!(copy_out(&srv, "a.img"), random_bytes(MIB, 1));
+    assert_eq!(copy_out(peers, &srv, "b.img"), random_bytes(2 * MIB, 9));
+    assert_eq!(copy_out(peers, &srv, "a.img"), random_bytes(MIB, 1));
     let on_disk = std::fs::read(srv.image.join("b.img")).unwrap();
     assert_eq!(on_disk, random_bytes(2 * MIB, 9));
 }
@@ -178,9 +198,12 @@ print("ok")
 
 #[test]
 fn names_that_try_to_leave_the_directory_are_refused() {
-    if !have("nbdinfo") {
-        return;
+    for peers in with(&["nbdinfo"]) {
+        names_refused(&peers);
     }
+}
+
+fn names_refused(peers: &Peers) {
     let srv = serve("", "", Opts::default());
     // nbdinfo, as a user would try: the URI's path is the name.
     for name in [
@@ -191,10 +214,10 @@ fn names_that_try_to_leave_the_directory_are_refused() {
         "passwd",
         "sub",
     ] {
-        assert!(!nbdinfo_opens(&srv, name), "nbdinfo opened {name:?}");
+        assert!(!nbdinfo_opens(peers, &srv, name), "nbdinfo opened {name:?}");
     }
-    assert!(nbdinfo_opens(&srv, "a.img"));
-    let Some(py) = python_with_libnbd() else {
+    assert!(nbdinfo_opens(peers, &srv, "a.img"));
+    let Some(mut py) = libnbd_python(peers) else {
         return;
     };
     let refused = [
@@ -212,7 +235,7 @@ fn names_that_try_to_leave_the_directory_are_refused() {
         "nothing",
         "nbd.sock",
     ];
-    let out = Command::new(py)
+    let out = py
         .args(["-c", REFUSALS])
         .arg(&srv.socket)
         .args(refused)
@@ -220,7 +243,8 @@ fn names_that_try_to_leave_the_directory_are_refused() {
         .unwrap();
     assert!(
         out.status.success(),
-        "{}{}",
+        "{}: {}{}",
+        peers.name(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -284,31 +308,38 @@ fn names_libnbd_cannot_send_are_refused_too() {
 
 #[test]
 fn files_added_after_start_are_served_and_removed_ones_vanish() {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        return;
+    for peers in with(&["nbdinfo", "nbdcopy"]) {
+        added_and_removed(&peers);
     }
+}
+
+fn added_and_removed(peers: &Peers) {
     let srv = serve("", "", Opts::default());
-    let names =
-        |srv: &Running| -> Vec<String> { listed(srv).into_iter().map(|(n, _, _)| n).collect() };
-    assert!(nbdinfo_opens(&srv, "a.img"));
+    let names = |srv: &Running| -> Vec<String> {
+        listed(peers, srv).into_iter().map(|(n, _, _)| n).collect()
+    };
+    assert!(nbdinfo_opens(peers, &srv, "a.img"));
     std::fs::write(srv.image.join("c.img"), random_bytes(MIB / 2, 5)).unwrap();
     assert_eq!(names(&srv), ["a.img", "b.img", "c.img"]);
-    assert_eq!(copy_out(&srv, "c.img"), random_bytes(MIB / 2, 5));
+    assert_eq!(copy_out(peers, &srv, "c.img"), random_bytes(MIB / 2, 5));
     std::fs::remove_file(srv.image.join("a.img")).unwrap();
     assert_eq!(names(&srv), ["b.img", "c.img"]);
-    assert!(!nbdinfo_opens(&srv, "a.img"));
+    assert!(!nbdinfo_opens(peers, &srv, "a.img"));
     // Replaced under the same name: the new file is served.
     let tmp = srv.image.join("sub/new");
     std::fs::write(&tmp, random_bytes(MIB, 6)).unwrap();
     std::fs::rename(&tmp, srv.image.join("c.img")).unwrap();
-    assert_eq!(copy_out(&srv, "c.img"), random_bytes(MIB, 6));
+    assert_eq!(copy_out(peers, &srv, "c.img"), random_bytes(MIB, 6));
 }
 
 #[test]
 fn read_only_buffered_and_every_engine_per_export() {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        return;
+    for peers in with(&["nbdinfo", "nbdcopy"]) {
+        read_only_buffered(&peers);
     }
+}
+
+fn read_only_buffered(peers: &Peers) {
     for aio in [
         vecio::EngineKind::Uring,
         vecio::EngineKind::Sync,
@@ -321,11 +352,15 @@ fn read_only_buffered_and_every_engine_per_export() {
             ..Opts::default()
         };
         let srv = serve("", "", o);
-        assert_eq!(copy_out(&srv, "b.img"), random_bytes(2 * MIB, 2), "{aio:?}");
-        run(Command::new("nbdinfo").args(["--is", "read-only", &uri(&srv, "a.img")]));
+        assert_eq!(
+            copy_out(peers, &srv, "b.img"),
+            random_bytes(2 * MIB, 2),
+            "{aio:?}"
+        );
+        run(client(peers, "nbdinfo").args(["--is", "read-only", &uri(&srv, "a.img")]));
         let src = srv.dir.path().join("src");
         std::fs::write(&src, random_bytes(MIB, 7)).unwrap();
-        let write = Command::new("nbdcopy")
+        let write = client(peers, "nbdcopy")
             .arg(&src)
             .arg(uri(&srv, "a.img"))
             .output()
@@ -358,23 +393,26 @@ print("ok")
 
 #[test]
 fn sparse_reads_per_export() {
-    let Some(py) = python_with_libnbd() else {
-        return;
-    };
     let srv = serve("", "", Opts::default());
     let f = std::fs::File::create(srv.image.join("sparse.img")).unwrap();
     f.set_len(4 << 20).unwrap();
     drop(f);
-    let out = Command::new(py)
-        .args(["-c", SPARSE, &uri(&srv, "sparse.img")])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for peers in Peers::all() {
+        let Some(mut py) = libnbd_python(&peers) else {
+            continue;
+        };
+        let out = py
+            .args(["-c", SPARSE, &uri(&srv, "sparse.img")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            peers.name(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// A self-signed server certificate in `dir` (server-cert.pem, server-key.pem), which is
@@ -408,9 +446,12 @@ fn self_signed(dir: &Path) -> bool {
 
 #[test]
 fn tls_required_per_export() {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        return;
+    for peers in with(&["nbdinfo", "nbdcopy"]) {
+        tls_per_export(&peers);
     }
+}
+
+fn tls_per_export(peers: &Peers) {
     let certs = scratch();
     if !self_signed(certs.path()) {
         return;
@@ -431,17 +472,17 @@ fn tls_required_per_export() {
             certs.path().display()
         )
     };
-    let out = run(Command::new("nbdinfo").args(["--list", "--json", &tls_uri("")]));
+    let out = run(client(peers, "nbdinfo").args(["--list", "--json", &tls_uri("")]));
     assert!(
         out.contains("\"a.img\"") && out.contains("\"b.img\""),
         "{out}"
     );
     let copy = srv.dir.path().join("copy-b");
-    run(Command::new("nbdcopy").arg(tls_uri("b.img")).arg(&copy));
+    run(client(peers, "nbdcopy").arg(tls_uri("b.img")).arg(&copy));
     assert_eq!(std::fs::read(&copy).unwrap(), random_bytes(2 * MIB, 2));
     // Without TLS, even the list is refused.
-    assert!(!nbdinfo_opens(&srv, "b.img"));
-    let plain = Command::new("nbdinfo")
+    assert!(!nbdinfo_opens(peers, &srv, "b.img"));
+    let plain = client(peers, "nbdinfo")
         .args(["--list", &uri(&srv, "")])
         .output()
         .unwrap();

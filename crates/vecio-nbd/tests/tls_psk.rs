@@ -1,16 +1,18 @@
 //! TLS with pre-shared keys (nbdkit's `--tls-psk` file) against real clients: nbdinfo and
 //! nbdcopy (libnbd's `tls-psk-file`, GnuTLS) over Unix sockets and TCP with every engine and
 //! 4 connections, qemu-img with `tls-creds-psk` reading and writing, and the refusals: an
-//! unknown user, a wrong key, a plain client under `--tls=require`. Each test skips, saying
-//! why, when a tool is missing.
+//! unknown user, a wrong key, a plain client under `--tls=require`. Every client runs from the
+//! host (libnbd 1.14, qemu 7.2) and from the trixie chroot (libnbd 1.22, qemu 10) where it
+//! exists. Each test skips, saying why, when a tool is missing.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{have, random_bytes, run, scratch, start, Opts, Running};
+use common::{random_bytes, run, scratch, share, start, Opts, Running};
 use vecio_nbd::{Tls, TlsMode};
+use vecio_testkit::Peers;
 
 /// A key file with `alice` and `bob` (random keys), and for the clients: alice's own file, a
 /// file where alice has another key, and qemu's layout (`DIR/keys.psk`).
@@ -30,7 +32,8 @@ fn hex(seed: u64) -> String {
 }
 
 fn keys() -> Keys {
-    let root = tempfile::tempdir().unwrap();
+    // Under the target directory, which chroot peers see at the same path (`share`).
+    let root = scratch();
     let r = root.path();
     let (alice, bob) = (hex(1), hex(2));
     let server = r.join("server.psk");
@@ -63,10 +66,10 @@ fn serve(k: &Keys, mode: TlsMode, aio: vecio::EngineKind) -> Running {
     })
 }
 
-/// A libnbd command as user `user`: libnbd 1.14 takes the TLS user name from the login name
+/// `prog` of `peers` as user `user`: libnbd 1.14 takes the TLS user name from the login name
 /// (`LOGNAME`), later versions from the URI's `tls-username` too; both are set.
-fn libnbd(prog: &str, user: &str) -> Command {
-    let mut c = Command::new(prog);
+fn libnbd(peers: &Peers, prog: &str, user: &str) -> Command {
+    let mut c = peers.command(prog, share());
     c.env("LOGNAME", user);
     c
 }
@@ -91,28 +94,26 @@ fn output(cmd: &mut Command) -> Output {
     cmd.output().expect("run client")
 }
 
-fn skip() -> bool {
-    if !have("nbdinfo") || !have("nbdcopy") {
-        eprintln!("skipped: nbdinfo or nbdcopy missing");
-        return true;
-    }
-    false
+/// The peer sets that have nbdinfo and nbdcopy.
+fn libnbd_peers() -> Vec<Peers> {
+    Peers::all()
+        .into_iter()
+        .filter(|p| p.has("nbdinfo") && p.has("nbdcopy"))
+        .collect()
 }
 
 #[test]
 fn psk_with_nbdinfo_and_nbdcopy_over_unix_and_tcp_on_every_engine() {
-    if skip() {
-        return;
-    }
     let k = keys();
-    let engines = [
-        vecio::EngineKind::Uring,
-        vecio::EngineKind::Sync,
-        vecio::EngineKind::Pool,
-        vecio::EngineKind::Serial,
-    ];
-    for aio in engines {
-        let srv = serve(&k, TlsMode::Require, aio);
+    for peers in libnbd_peers() {
+        psk_on_every_engine(&k, &peers);
+    }
+}
+
+fn psk_on_every_engine(k: &Keys, peers: &Peers) {
+    let libnbd = |prog, user| libnbd(peers, prog, user);
+    for aio in vecio::EngineKind::ALL {
+        let srv = serve(k, TlsMode::Require, aio);
         let info = run(libnbd("nbdinfo", "alice")
             .arg("--json")
             .arg(psk_unix(&srv, &k.alice, "alice")));
@@ -124,7 +125,8 @@ fn psk_with_nbdinfo_and_nbdcopy_over_unix_and_tcp_on_every_engine() {
         let want = std::fs::read(&srv.image).unwrap();
         assert!(
             std::fs::read(&out).unwrap() == want,
-            "{aio:?}: copy differs"
+            "{} {aio:?}: copy differs",
+            peers.name()
         );
         // A new image back over a Unix socket with 4 connections.
         let new = random_bytes(8 << 20, 77);
@@ -135,18 +137,23 @@ fn psk_with_nbdinfo_and_nbdcopy_over_unix_and_tcp_on_every_engine() {
             .arg(psk_unix(&srv, &k.alice, "alice")));
         assert!(
             std::fs::read(&srv.image).unwrap() == new,
-            "{aio:?}: write differs"
+            "{} {aio:?}: write differs",
+            peers.name()
         );
     }
 }
 
 #[test]
 fn unknown_users_wrong_keys_and_plain_clients_are_refused() {
-    if skip() {
-        return;
-    }
     let k = keys();
-    let srv = serve(&k, TlsMode::Require, vecio::EngineKind::Uring);
+    for peers in libnbd_peers() {
+        refusals(&k, &peers);
+    }
+}
+
+fn refusals(k: &Keys, peers: &Peers) {
+    let libnbd = |prog, user| libnbd(peers, prog, user);
+    let srv = serve(k, TlsMode::Require, vecio::EngineKind::Uring);
     // carol is in the client's file but not the server's.
     let carol = k.alice.with_file_name("carol.psk");
     std::fs::write(&carol, format!("carol:{}\n", hex(1))).unwrap();
@@ -162,7 +169,7 @@ fn unknown_users_wrong_keys_and_plain_clients_are_refused() {
     ];
     for (what, uri, user) in refusals {
         let out = output(libnbd("nbdinfo", user).arg(&uri));
-        assert!(!out.status.success(), "{what} was served");
+        assert!(!out.status.success(), "{}: {what} was served", peers.name());
     }
     // The server goes on serving the right key.
     run(libnbd("nbdinfo", "alice").arg(psk_unix(&srv, &k.alice, "alice")));
@@ -170,11 +177,14 @@ fn unknown_users_wrong_keys_and_plain_clients_are_refused() {
 
 #[test]
 fn qemu_img_reads_and_writes_with_tls_creds_psk() {
-    if !have("qemu-img") {
-        eprintln!("skipped: qemu-img missing");
-        return;
-    }
     let k = keys();
+    for peers in Peers::all().iter().filter(|p| p.has("qemu-img")) {
+        qemu_img_psk(&k, peers);
+    }
+}
+
+fn qemu_img_psk(k: &Keys, peers: &Peers) {
+    let qemu_img = || peers.command("qemu-img", share());
     let srv = serve(&k, TlsMode::Require, vecio::EngineKind::Uring);
     let creds = format!(
         "tls-creds-psk,id=tls0,dir={},username=alice,endpoint=client",
@@ -186,7 +196,7 @@ fn qemu_img_reads_and_writes_with_tls_creds_psk() {
     );
     let out = scratch();
     let copy = out.path().join("q.img");
-    run(Command::new("qemu-img")
+    run(qemu_img()
         .args([
             "convert",
             "-O",
@@ -197,15 +207,17 @@ fn qemu_img_reads_and_writes_with_tls_creds_psk() {
             &target,
         ])
         .arg(&copy));
-    assert!(std::fs::read(&copy).unwrap() == std::fs::read(&srv.image).unwrap());
+    let same = std::fs::read(&copy).unwrap() == std::fs::read(&srv.image).unwrap();
+    assert!(same, "{}: qemu-img's read differs", peers.name());
     let new = random_bytes(8 << 20, 31);
     std::fs::write(&copy, &new).unwrap();
-    run(Command::new("qemu-img")
+    run(qemu_img()
         .args(["convert", "-n", "-f", "raw", "--object", &creds])
         .arg(&copy)
         .args(["--target-image-opts", &target]));
     assert!(
         std::fs::read(&srv.image).unwrap() == new,
-        "qemu-img's write differs"
+        "{}: qemu-img's write differs",
+        peers.name()
     );
 }

@@ -1,17 +1,21 @@
 //! What vecio's integration tests share (a dev-dependency only): a small file system of the
 //! test's own on a loop device, what a process holds (descriptors, resident memory), waiting
-//! for a condition with a deadline, and the peers to test against (the host's, and the
-//! trixie chroot's of `scripts/peers`).
+//! for a condition with a deadline, the peers to test against (the host's, and the trixie
+//! chroot's of `scripts/peers`), X.509 certificates made by the openssl command, and network
+//! namespaces joined by veth pairs.
 //!
 //! Tests that need root say so and skip through [`skip_unless_root`]; nothing here mocks the
 //! kernel: the file systems are real ext4 on real loop devices.
 
 #![warn(missing_docs)]
 
+pub mod certs;
+pub mod netns;
 pub mod peers;
 mod process;
 mod smallfs;
 
+pub use netns::Netns;
 pub use peers::Peers;
 pub use process::{descriptors, rss_kib};
 pub use smallfs::SmallFs;

@@ -18,7 +18,9 @@ const MIN_CLASS: usize = 4096;
 /// Request buffers in power-of-two size classes (4 KiB and up), aligned for direct I/O.
 ///
 /// A server takes a buffer per request with [`get`](Self::get) and gives it back with
-/// [`put`](Self::put) when the reply is sent. Reusing buffers matters: a fresh 1 MiB allocation
+/// [`put`](Self::put) when the reply is sent (a region block given back is kept carved for
+/// its class, up to a quarter of the region, so the next request of that size takes it
+/// without going through the region's allocator). Reusing buffers matters: a fresh 1 MiB allocation
 /// is zeroed and faulted in on first touch, a reused one is not. The pool keeps at most
 /// [`keep`](BufPoolOptions::keep) free buffers and [`keep_bytes`](BufPoolOptions::keep_bytes)
 /// bytes of them, and counts the bytes handed out ([`held`](Self::held)), so a connection can
@@ -50,6 +52,10 @@ pub struct BufPool {
     free: Vec<Vec<AlignedBuf>>,
     free_count: usize,
     free_bytes: usize,
+    /// Region blocks given back, kept carved by size class for the next `get` of their class:
+    /// a reuse then costs a pop, not the arena's lock, its buddy search and an `Arc` count.
+    region_free: Vec<Vec<AlignedBuf>>,
+    region_free_bytes: usize,
     held: usize,
 }
 
@@ -105,6 +111,8 @@ impl BufPool {
             free: Vec::new(),
             free_count: 0,
             free_bytes: 0,
+            region_free: Vec::new(),
+            region_free_bytes: 0,
             held: 0,
         }
     }
@@ -128,7 +136,7 @@ impl BufPool {
     /// unspecified: a reused buffer holds an earlier request's bytes).
     pub fn get(&mut self, len: usize) -> AlignedBuf {
         let cap = class_size(len);
-        if let Some(buf) = self.arena.as_ref().and_then(|a| a.carve(cap, len)) {
+        if let Some(buf) = self.region_block(cap, len) {
             self.held += cap;
             return buf;
         }
@@ -154,7 +162,8 @@ impl BufPool {
         let cap = buf.capacity();
         self.held = self.held.saturating_sub(cap);
         if buf.region_id().is_some() {
-            return; // dropping it gives the block back to its region
+            self.keep_region_block(buf);
+            return;
         }
         let fits = cap == class_size(cap) && buf.align() >= self.options.align;
         if !fits
@@ -170,6 +179,62 @@ impl BufPool {
         self.free_count += 1;
         self.free_bytes += cap;
         self.free[i].push(buf);
+    }
+}
+
+impl BufPool {
+    /// A region block of class `cap` showing `len` bytes: one kept from an earlier `put`, or
+    /// a new one carved. When the region has no block that large, the kept ones go back to it
+    /// (small kept blocks must not fragment it for a larger class) and the carve is tried
+    /// once more.
+    fn region_block(&mut self, cap: usize, len: usize) -> Option<AlignedBuf> {
+        let arena = self.arena.as_ref()?;
+        if let Some(mut buf) = self
+            .region_free
+            .get_mut(class_index(cap))
+            .and_then(Vec::pop)
+        {
+            self.region_free_bytes -= cap;
+            // The capacity is the class, at least `len`: this cannot fail.
+            let _ = buf.set_len(len);
+            return Some(buf);
+        }
+        if let Some(buf) = arena.carve(cap, len) {
+            return Some(buf);
+        }
+        if self.region_free_bytes == 0 {
+            return None;
+        }
+        self.region_free.clear(); // dropping the blocks frees them in the region
+        self.region_free_bytes = 0;
+        arena.carve(cap, len)
+    }
+
+    /// Keeps a block of this pool's region for reuse while the kept ones stay under a quarter
+    /// of the region and `keep` per class; else drops it, which gives it back to its region
+    /// (a block of another pool's region is never kept).
+    fn keep_region_block(&mut self, buf: AlignedBuf) {
+        let cap = buf.capacity();
+        let Some(region) = self.region() else {
+            return;
+        };
+        if buf.region_id() != Some(region.id()) {
+            return;
+        }
+        let i = class_index(cap);
+        if self.region_free_bytes + cap > region.len() / 4
+            || self
+                .region_free
+                .get(i)
+                .is_some_and(|v| v.len() >= self.options.keep)
+        {
+            return;
+        }
+        if self.region_free.len() <= i {
+            self.region_free.resize_with(i + 1, Vec::new);
+        }
+        self.region_free_bytes += cap;
+        self.region_free[i].push(buf);
     }
 }
 
@@ -234,6 +299,7 @@ mod tests {
         let region = b.region().unwrap().clone();
         assert_eq!(region.len(), 64 << 10);
         let big = b.get(32 << 10);
+        let big_at = big.as_ptr();
         let small = b.get(5000);
         assert_eq!(big.region_id(), Some(region.id()));
         assert_eq!(small.region_id(), Some(region.id()));
@@ -251,11 +317,47 @@ mod tests {
             32 << 10,
             "the heap buffer is kept, the region block is not"
         );
-        // The block came back to the region: the next 32 KiB request is carved again.
-        assert_eq!(b.get(32 << 10).region_id(), Some(region.id()));
-        // A buffer dropped without `put` goes back to the region too.
+        // Half the region is more than the quarter a pool keeps: the block went back to the
+        // region, and the next 32 KiB request is carved from it again.
+        let again = b.get(32 << 10);
+        assert_eq!(again.region_id(), Some(region.id()));
+        assert_eq!(again.as_ptr(), big_at);
+        // A buffer dropped without `put` goes back to the region.
         drop(small);
         assert_eq!(b.get(16 << 10).region_id(), Some(region.id()));
         assert_eq!(b.get(1 << 20).region_id(), None, "larger than the region");
+    }
+
+    #[test]
+    fn kept_region_blocks_go_back_when_a_larger_class_needs_the_room() {
+        let mut b = BufPool::new(BufPoolOptions::aligned(4096).with_region(64 << 10));
+        let id = b.region().unwrap().id();
+        // Four 4 KiB blocks kept (16 KiB: a quarter of the region), the rest carved away.
+        let small: Vec<_> = (0..4).map(|_| b.get(4096)).collect();
+        let rest = [b.get(16 << 10), b.get(32 << 10)];
+        small.into_iter().for_each(|x| b.put(x));
+        rest.into_iter().for_each(|x| b.put(x));
+        // Only 16 KiB kept (the limit); a 64 KiB block needs every page: the kept blocks are
+        // given back and the carve succeeds.
+        let whole = b.get(64 << 10);
+        assert_eq!(
+            whole.region_id(),
+            Some(id),
+            "the kept blocks were given back"
+        );
+    }
+
+    #[test]
+    fn a_region_block_is_reused_by_its_own_pool_only() {
+        let mut a = BufPool::new(BufPoolOptions::aligned(4096).with_region(64 << 10));
+        let mut b = BufPool::new(BufPoolOptions::aligned(4096).with_region(64 << 10));
+        let x = a.get(4096);
+        let at = x.as_ptr();
+        a.put(x);
+        assert_eq!(a.get(4096).as_ptr(), at, "kept and taken again");
+        let foreign = a.get(4096);
+        b.put(foreign);
+        let y = b.get(4096);
+        assert_eq!(y.region_id(), b.region().map(Region::id), "b's own region");
     }
 }

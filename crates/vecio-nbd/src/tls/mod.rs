@@ -6,6 +6,7 @@
 //! OpenSSL: rustls has no external pre-shared keys in its stable API (see docs/nbd.md). Both
 //! sit behind one [`Session`] type, so the connection code does not know which one it has.
 
+mod dn;
 mod psk;
 mod psk_session;
 mod session;
@@ -16,7 +17,8 @@ use std::sync::Arc;
 
 pub(crate) use session::Session;
 
-use crate::error::Result;
+use crate::access::Authz;
+use crate::error::{Error, Result};
 
 /// When the server uses TLS (`--tls`, as nbdkit spells it).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -58,6 +60,10 @@ pub struct Tls {
     /// Off, offered or required.
     pub mode: TlsMode,
     creds: Credentials,
+    /// Client certificates are required and checked against the CA.
+    verify_peer: bool,
+    /// Who may go on once TLS is up (`--tls-authz`).
+    authz: Option<Arc<Authz>>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -69,6 +75,8 @@ impl std::fmt::Debug for Tls {
         f.debug_struct("Tls")
             .field("mode", &self.mode)
             .field("credentials", &kind)
+            .field("verify_peer", &self.verify_peer)
+            .field("authz", &self.authz)
             .finish()
     }
 }
@@ -80,6 +88,8 @@ impl Tls {
         Ok(Tls {
             mode,
             creds: Credentials::X509(Arc::new(x509::server_config(dir, verify_peer)?)),
+            verify_peer,
+            authz: None,
         })
     }
 
@@ -90,7 +100,35 @@ impl Tls {
         Ok(Tls {
             mode,
             creds: Credentials::Psk(psk::server_context(path)?),
+            verify_peer: false,
+            authz: None,
         })
+    }
+
+    /// Lets on only the clients `authz` allows (`--tls-authz`, as qemu-nbd's): once the TLS
+    /// handshake is done, the subject DN of the client's certificate (or the user name of its
+    /// pre-shared key) is looked up in it, and a client it does not allow is logged and
+    /// disconnected. It needs TLS required (`TlsMode::Require`: a plain client would skip the
+    /// check) and, with certificates, client certificates verified against the CA
+    /// (`verify_peer`); otherwise [`Error::Config`].
+    pub fn with_authz(mut self, authz: Authz) -> Result<Self> {
+        if self.mode != TlsMode::Require {
+            return Err(Error::Config(
+                "TLS authorization needs TLS required (--tls=require)".into(),
+            ));
+        }
+        if !self.is_psk() && !self.verify_peer {
+            return Err(Error::Config(
+                "TLS authorization of certificates needs them verified (--tls-verify-peer)".into(),
+            ));
+        }
+        self.authz = Some(Arc::new(authz));
+        Ok(self)
+    }
+
+    /// The authorization list, if one was given.
+    pub fn authz(&self) -> Option<&Authz> {
+        self.authz.as_deref()
     }
 
     /// True for pre-shared keys, false for certificates.

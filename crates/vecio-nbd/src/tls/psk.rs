@@ -9,7 +9,10 @@ use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use openssl::ssl::{SslContext, SslContextBuilder, SslMethod, SslOptions, SslVersion};
+use std::sync::OnceLock;
+
+use openssl::ex_data::Index;
+use openssl::ssl::{Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslVersion};
 
 use crate::error::{Error, Result};
 
@@ -84,6 +87,13 @@ pub(super) fn server_context(path: &Path) -> Result<SslContext> {
     build(keys).map_err(|e| Error::Config(format!("TLS-PSK: {e}")))
 }
 
+/// Where a session keeps the user name its key was found under: OpenSSL's own
+/// `SSL_get_psk_identity` says nothing for a TLS 1.3 session resumed from the PSK callback.
+pub(super) fn identity_index() -> Option<Index<Ssl, Vec<u8>>> {
+    static INDEX: OnceLock<Option<Index<Ssl, Vec<u8>>>> = OnceLock::new();
+    *INDEX.get_or_init(|| Ssl::new_ex_index().ok())
+}
+
 fn build(keys: Keys) -> std::result::Result<SslContext, openssl::error::ErrorStack> {
     let mut b = SslContextBuilder::new(SslMethod::tls_server())?;
     b.set_min_proto_version(Some(SslVersion::TLS1_2))?;
@@ -91,7 +101,8 @@ fn build(keys: Keys) -> std::result::Result<SslContext, openssl::error::ErrorSta
     b.set_ciphersuites(TLS13_SUITES)?;
     b.set_options(SslOptions::NO_RENEGOTIATION | SslOptions::CIPHER_SERVER_PREFERENCE);
     b.set_num_tickets(0)?;
-    b.set_psk_server_callback(move |_ssl, identity, out| {
+    let index = identity_index();
+    b.set_psk_server_callback(move |ssl, identity, out| {
         let Some(key) = identity.and_then(|id| keys.get(id)) else {
             tracing::info!(
                 "TLS-PSK: unknown user {:?}",
@@ -103,6 +114,9 @@ fn build(keys: Keys) -> std::result::Result<SslContext, openssl::error::ErrorSta
             return Ok(0);
         }
         out[..key.len()].copy_from_slice(key);
+        if let (Some(i), Some(id)) = (index, identity) {
+            ssl.set_ex_data(i, id.to_vec());
+        }
         Ok(key.len())
     });
     Ok(b.build())

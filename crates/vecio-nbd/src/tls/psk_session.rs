@@ -171,6 +171,12 @@ impl PskSession {
         format!("{} {cipher} (PSK)", ssl.version_str())
     }
 
+    /// The user name the client's key was found under.
+    pub(crate) fn identity(&self) -> Option<String> {
+        let id = self.ssl.ssl().ex_data(super::psk::identity_index()?)?;
+        Some(String::from_utf8_lossy(id).into_owned())
+    }
+
     /// Queues `close_notify`.
     pub(crate) fn close_notify(&mut self) {
         let _ = self.ssl.shutdown();

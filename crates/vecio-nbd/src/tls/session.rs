@@ -131,6 +131,15 @@ impl Session {
         }
     }
 
+    /// Who the client proved to be: the subject DN of its certificate (see `dn.rs`) or the
+    /// user name of its pre-shared key; `None` when it showed neither.
+    pub(crate) fn identity(&self) -> Option<String> {
+        match self {
+            Session::X509(tls) => super::dn::subject(tls.peer_certificates()?.first()?),
+            Session::Psk(tls) => tls.identity(),
+        }
+    }
+
     /// Queues `close_notify`.
     pub(crate) fn close_notify(&mut self) {
         match self {

@@ -69,6 +69,8 @@ pub struct Opts {
     pub random: Option<u64>,
     /// TLS offered or required.
     pub tls: Option<vecio_nbd::Tls>,
+    /// `--allow`/`--deny`.
+    pub access: vecio_nbd::IpFilter,
 }
 
 impl Default for Opts {
@@ -84,6 +86,7 @@ impl Default for Opts {
             description: "",
             random: None,
             tls: None,
+            access: Default::default(),
         }
     }
 }
@@ -94,6 +97,12 @@ pub fn scratch() -> tempfile::TempDir {
         .prefix("vecio-nbd-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .expect("temporary directory")
+}
+
+/// What chroot peers must see at the same path: the target directory's scratch space, where
+/// [`scratch`] makes every test directory (sockets, images, certificates, keys).
+pub fn share() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
 }
 
 /// `len` random bytes from `seed`.
@@ -155,6 +164,7 @@ fn server_options(o: &Opts) -> ServerOptions {
         shared: o.shared,
         tls: o.tls.clone(),
         oneshot: false,
+        access: o.access.clone(),
     }
 }
 
@@ -475,7 +485,26 @@ impl Raw {
     }
 }
 
-/// The Python that has libnbd's module (nbdsh's own interpreter), or `None` with the reason.
+/// python3 with libnbd's binding from `peers`, ready for its arguments (seeing the test
+/// directories at their own paths); `None`, printing why, where it is missing.
+pub fn libnbd_python(peers: &vecio_testkit::Peers) -> Option<Command> {
+    if !peers.is_chroot() {
+        return python_with_libnbd().map(Command::new);
+    }
+    let mut probe = peers.command("python3", share());
+    let ok = probe
+        .args(["-c", "import nbd"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP python3-libnbd ({}): not installed", peers.name());
+        return None;
+    }
+    Some(peers.command("python3", share()))
+}
+
+/// The host's Python that has libnbd's module (nbdsh's own interpreter), or `None` with the
+/// reason.
 pub fn python_with_libnbd() -> Option<&'static str> {
     for py in ["/usr/bin/python3", "python3"] {
         let ok = Command::new(py)
