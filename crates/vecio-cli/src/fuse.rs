@@ -7,9 +7,10 @@
 //! `-d` (debug log), `-s` (one worker thread) and `-o` lists.
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use vecio_fuse::{Config, MountOptions, Server};
 
@@ -174,16 +175,32 @@ pub fn run(mut a: FuseArgs) -> Result<()> {
     );
     let server = Server::mount(&a.source, &a.mountpoint, cfg)?;
     if a.fork {
+        // The child says on this pipe when it serves; the parent announces the mount then.
+        let (from_child, to_parent) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).context("pipe(2)")?;
         // No thread runs yet (the signal thread comes in `serve`).
         if let crate::daemon::Forked::Parent(pid) =
             crate::daemon::fork_detached(a.log.as_deref(), true)?
         {
+            drop(to_parent);
+            let mut byte = [0u8; 1];
+            if !matches!(rustix::io::read(&from_child, &mut byte), Ok(1)) {
+                bail!(
+                    "the server (pid {pid}) ended before it served{}",
+                    a.log
+                        .as_ref()
+                        .map(|l| format!("; see {}", l.display()))
+                        .unwrap_or_default()
+                );
+            }
             announce(&a, pid)?;
             // The mount and its connection are the child's: no destructor may unmount it.
             std::process::exit(0);
         }
+        drop(from_child);
+        return serve(server, &a, Some(to_parent));
     }
-    serve(server, &a)
+    serve(server, &a, None)
 }
 
 /// The pid file (with `pid`) and the `mounted ...` line: the mount is ready.
@@ -247,8 +264,9 @@ fn config(a: &FuseArgs) -> Result<Config> {
 }
 
 /// Serves a mounted `server` until it is unmounted or signalled: the pid file, the
-/// `mounted ...` line, and the request counts at the end.
-fn serve(server: Server, a: &FuseArgs) -> Result<()> {
+/// `mounted ...` line (or, forked, a byte to the waiting parent on `to_parent`) once it
+/// serves, and the request counts at the end.
+fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result<()> {
     let unmounter = server.unmounter();
     let held = server.held();
     crate::signals::on_usr1(move || held.now().to_string())?;
@@ -258,15 +276,26 @@ fn serve(server: Server, a: &FuseArgs) -> Result<()> {
             eprintln!("vecio: unmount: {e}");
         }
     })?;
-    if !a.fork {
-        announce(a, std::process::id())?;
-    }
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    server.on_ready(move || {
+        let _ = ready_tx.send(());
+    });
     // Served from a thread of its own: the sandbox confines the serving threads, and this one
-    // stays outside to remove the pid file by its path.
-    let result = std::thread::Builder::new()
+    // stays outside to announce the mount and remove the pid file by their paths.
+    let serving = std::thread::Builder::new()
         .name("vecio-fuse".into())
         .spawn(move || server.run())
-        .context("starting the server thread")?
+        .context("starting the server thread")?;
+    // Err: the server ended before it served (its error comes from the join below).
+    if ready_rx.recv().is_ok() {
+        match to_parent {
+            Some(pipe) => {
+                let _ = rustix::io::write(&pipe, b"r");
+            }
+            None => announce(a, std::process::id())?,
+        }
+    }
+    let result = serving
         .join()
         .unwrap_or_else(|_| Err(vecio_fuse::Error::Init("the server thread panicked".into())));
     if let Some(p) = &a.pid_file {

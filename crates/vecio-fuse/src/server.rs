@@ -56,6 +56,7 @@ pub struct Server {
     chan: Channel,
     mount: Mount,
     cfg: Config,
+    on_ready: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// Unmounts a running server from another thread (a signal handler's thread).
@@ -99,6 +100,7 @@ impl Server {
             chan,
             mount,
             cfg,
+            on_ready: None,
         })
     }
 
@@ -175,6 +177,15 @@ impl Server {
         Ok(())
     }
 
+    /// Calls `ready` once the server serves: `FUSE_INIT` answered, the sandbox entered, the
+    /// workers and rings started. Whatever tells others the mount is ready (a pid file, the
+    /// parent of a forked server) waits for it: while the serving thread enters its sandbox
+    /// it holds a copy of the mount table, and an unmount at that moment fails as busy.
+    /// `ready` runs on the serving thread, inside the sandbox: it should only signal.
+    pub fn on_ready(&mut self, ready: impl FnOnce() + Send + 'static) {
+        self.on_ready = Some(Box::new(ready));
+    }
+
     /// Serves until the file system is unmounted; then returns what was agreed and counted.
     pub fn run(self) -> Result<Summary> {
         let (negotiated, dev) = self.negotiate()?;
@@ -191,6 +202,7 @@ impl Server {
             fs,
             mut mount,
             cfg,
+            on_ready,
         } = self;
         chans.insert(0, chan);
         let mut workers = Vec::new();
@@ -222,6 +234,9 @@ impl Server {
             }
             Vec::new()
         };
+        if let Some(ready) = on_ready {
+            ready();
+        }
         // The /dev/fuse workers end when the connection does; then the rings are told to stop
         // (their pending commands are cancelled by the kernel, or they time out and look).
         let mut first_err = join(workers);
