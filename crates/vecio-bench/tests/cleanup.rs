@@ -48,3 +48,32 @@ fn remove_all_undoes_what_is_still_registered() {
     drop(dir);
     std::mem::forget(child);
 }
+
+/// `remove_tree` never removes what a mount under the directory holds, even a mount that
+/// appears after the mounts were detached (as a FUSE server's may while a stopped run cleans
+/// up): it detaches the mount and removes only what lies on the directory's own file system.
+#[test]
+fn remove_tree_never_crosses_into_a_mount() {
+    if !rustix::process::geteuid().is_root() {
+        println!("SKIP: mounting a tmpfs needs root");
+        return;
+    }
+    let parent = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a scratch dir");
+    let dir = parent.path().join("tree");
+    std::fs::create_dir_all(dir.join("a/b")).expect("mkdir");
+    std::fs::write(dir.join("a/b/own"), b"removed").expect("write");
+    let mnt = dir.join("a/mnt");
+    std::fs::create_dir(&mnt).expect("mkdir");
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "vecio-test", mnt.to_str().expect("utf-8")])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mount -t tmpfs");
+    std::fs::write(mnt.join("served"), b"must stay").expect("write");
+    // Held open, so the detached mount's file can be looked at afterwards.
+    let held = std::fs::File::open(&mnt).expect("open the mount");
+    cleanup::remove_tree(&dir).expect("remove_tree");
+    assert!(!dir.exists(), "the directory is gone");
+    let served = rustix::fs::statat(&held, c"served", rustix::fs::AtFlags::empty());
+    assert!(served.is_ok(), "the file inside the mount was removed");
+}

@@ -148,16 +148,101 @@ fn reaped(pid: rustix::process::Pid, nohang: bool) -> bool {
     }
 }
 
-/// Removes a file, or a directory and everything in it; a missing one is fine.
+/// Removes a file, or a directory and everything in it on its own file system; a missing one
+/// is fine.
 fn remove_path(p: &Path) {
     let r = match std::fs::symlink_metadata(p) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(p),
+        Ok(m) if m.is_dir() => remove_tree(p),
         Ok(_) => std::fs::remove_file(p),
         Err(_) => return,
     };
     if let Err(e) = r {
         eprintln!("vecio: cannot remove {}: {e}", p.display());
     }
+}
+
+/// Removes the directory `dir` and everything under it, never crossing into a mount: a mount
+/// point met on the way (a FUSE server's mount that appeared after the mounts were detached,
+/// say) is detached, and if something is still mounted there it is left in place with its
+/// parents, and the removal fails naming it. `std::fs::remove_dir_all` descends into mounts,
+/// and would remove whatever a mount left in a scratch directory serves.
+pub fn remove_tree(dir: &Path) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let root = rustix::fs::open(dir, flags, Mode::empty())?;
+    let dev = rustix::fs::fstat(&root)?.st_dev;
+    let mut kept = Vec::new();
+    empty_on(&root, dev, dir, &mut kept)?;
+    if let Some(m) = kept.first() {
+        return Err(io::Error::other(format!(
+            "{} is a mount point still; left in place",
+            m.display()
+        )));
+    }
+    std::fs::remove_dir(dir)
+}
+
+/// Empties the directory `fd` (at `path`, on device `dev`) of everything on `dev`; what is
+/// kept because a mount covers it goes to `kept`.
+fn empty_on(
+    fd: &std::os::fd::OwnedFd,
+    dev: u64,
+    path: &Path,
+    kept: &mut Vec<PathBuf>,
+) -> io::Result<()> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use std::os::unix::ffi::OsStrExt;
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(fd)? {
+        let name = entry?.file_name().to_owned();
+        if name.as_bytes() != b"." && name.as_bytes() != b".." {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let at = path.join(std::ffi::OsStr::from_bytes(name.as_bytes()));
+        let st = match rustix::fs::statat(fd, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) => continue,
+            // A dead FUSE mount answers ENOTCONN: a mount point, never entered.
+            Err(_) => {
+                let _ = rustix::mount::unmount(&at, rustix::mount::UnmountFlags::DETACH);
+                kept.push(at);
+                continue;
+            }
+        };
+        if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+            // unlink(2) never crosses a mount (a mounted-over file fails with EBUSY).
+            match rustix::fs::unlinkat(fd, name.as_c_str(), AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
+            }
+            continue;
+        }
+        if st.st_dev != dev {
+            let _ = rustix::mount::unmount(&at, rustix::mount::UnmountFlags::DETACH);
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let sub = match rustix::fs::openat(fd, name.as_c_str(), flags, Mode::empty()) {
+            Ok(sub) => sub,
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
+        };
+        // Looked at through the open descriptor: a mount that appeared after the stat is seen.
+        if rustix::fs::fstat(&sub)?.st_dev != dev {
+            kept.push(at);
+            continue;
+        }
+        let before = kept.len();
+        empty_on(&sub, dev, &at, kept)?;
+        if kept.len() == before {
+            match rustix::fs::unlinkat(fd, name.as_c_str(), AtFlags::REMOVEDIR) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Mount points at or under `dir`, deepest first, from `/proc/self/mountinfo`.
@@ -261,7 +346,7 @@ pub fn sweep_stale(parent: &Path) -> Vec<PathBuf> {
             continue;
         }
         detach_mounts_under(&path);
-        if std::fs::remove_dir_all(&path).is_ok() {
+        if remove_tree(&path).is_ok() {
             eprintln!(
                 "vecio: removed {} (left by an earlier run, process {pid})",
                 path.display()

@@ -235,8 +235,10 @@ fn mount_libfuse(
     std::fs::create_dir_all(mountpoint)?;
     let mut cmd = Command::new(bin);
     crate::harness::cleanup::die_with_parent(&mut cmd);
-    // passthrough_hp takes SOURCE MOUNTPOINT; the high-level examples mirror "/", the
-    // low-level one a source directory.
+    // passthrough_hp takes SOURCE MOUNTPOINT, the low-level example `-o source=`; the
+    // high-level examples mirror "/", so libfuse's subdir module narrows them to the source:
+    // a mount of the whole root inside a scratch directory would expose every file of the
+    // machine to whatever walks that directory (a removal stopped half-way, say).
     let file = if example.starts_with(HP_PASSTHROUGH) {
         cmd.arg("--foreground");
         if example == HP_NO_PASSTHROUGH {
@@ -250,8 +252,9 @@ fn mount_libfuse(
         mountpoint.join(file_name)
     } else {
         cmd.arg("-f");
-        let abs = src.join(file_name);
-        mountpoint.join(abs.strip_prefix("/").unwrap_or(&abs))
+        cmd.arg("-o")
+            .arg(format!("modules=subdir,subdir={}", src.display()));
+        mountpoint.join(file_name)
     };
     let child = cmd
         .arg(mountpoint)
