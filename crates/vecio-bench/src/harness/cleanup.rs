@@ -79,8 +79,9 @@ pub fn track_child(pid: u32) -> Tracked {
 }
 
 /// Undoes everything still registered: detaches mounts under registered directories, stops
-/// child processes (SIGTERM, then SIGKILL after two seconds), removes files and directories,
-/// newest first. Returns how many entries it undid. Holds the registry while it works, so
+/// child processes (SIGTERM, then SIGKILL after two seconds), detaches again what they mounted
+/// meanwhile, removes files and directories (never through a mount: [`remove_tree`]), newest
+/// first. Returns how many entries it undid. Holds the registry while it works, so
 /// owners dropping their entries meanwhile wait until it is done.
 pub fn remove_all() -> usize {
     let mut r = registry();
@@ -104,6 +105,11 @@ pub fn remove_all() -> usize {
         })
         .collect();
     stop_children(&children);
+    // Once the children are gone no mount can appear any more: a server that was still
+    // mounting when the first pass ran may have mounted since.
+    for p in &paths {
+        detach_mounts_under(p);
+    }
     for p in &paths {
         remove_path(p);
     }
