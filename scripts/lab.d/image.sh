@@ -74,6 +74,12 @@ build_image() {
     copy_with_libs "$path" "$payload"
   done
   ln -sf mke2fs "$payload/lab/bin/mkfs.ext4"; ln -sf e2fsck "$payload/lab/bin/fsck.ext4"
+  # Further host programs a caller asks for (VECIO_LAB_TOOLS, paths separated by spaces: the
+  # bench's peers such as rublk), with their libraries.
+  for path in ${VECIO_LAB_TOOLS:-}; do
+    [ -x "$path" ] || { echo "lab: VECIO_LAB_TOOLS: $path is not an executable" >&2; return 1; }
+    copy_with_libs "$path" "$payload"
+  done
   copy_with_libs "$vecio" "$payload"
   strip --strip-debug "$payload/lab/bin/vecio"
   [ -x "$CACHE/fsx/fsx" ] && cp -L "$CACHE/fsx/fsx" "$payload/lab/bin/fsx"

@@ -177,3 +177,30 @@ fn bench_loop_refuses_a_tiny_image() {
         "{stderr}"
     );
 }
+
+/// `--lab` outside a checkout fails at once, before measuring, naming what is missing.
+#[test]
+fn bench_loop_lab_names_a_missing_checkout() {
+    if let Some(why) = fio_missing() {
+        println!("skipped: {why}");
+        return;
+    }
+    let dir = scratch_dir("vecio-loop-lab-");
+    let out = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .args(["bench", "loop", "--lab", "--size", "8M", "--runtime", "0.1"])
+        .current_dir(dir.path())
+        .env("VECIO_NO_PROGRESS", "1")
+        .env("VECIO_CHECKOUT", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(
+        stderr.contains("VECIO_CHECKOUT") && stderr.contains("scripts/lab"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "nothing measured, nothing left"
+    );
+}

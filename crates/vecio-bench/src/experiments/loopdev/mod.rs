@@ -15,6 +15,7 @@
 //! resident pages and of the system's `Cached:` over the measurement is recorded.
 
 pub mod cachecurve;
+pub mod lab;
 mod subjects;
 pub mod tls;
 mod view;
@@ -64,6 +65,12 @@ pub struct LoopOptions {
     /// Leave the experiment out (`bench all --no-fio`: fio is its client).
     #[arg(skip)]
     pub no_fio: bool,
+    /// Also measure on real block devices in a guest kernel (scripts/lab, Debian's 6.12 under
+    /// qemu): the kernel's loop device without and with direct I/O, vecio ublk, rublk's loop
+    /// target and vecio nbd through nbd-client. Needs the source checkout (or VECIO_CHECKOUT)
+    /// and qemu.
+    #[arg(long)]
+    pub lab: bool,
 }
 
 /// The experiment.
@@ -100,7 +107,7 @@ impl Experiment for Loop {
     fn estimate(o: &LoopOptions) -> Duration {
         let steps = (o.common.repeat * 5 * 4) as f64;
         let secs = steps * (o.common.runtime.as_secs_f64() + 0.25) + 3.0 + o.size as f64 / 400e6;
-        Duration::from_secs_f64(secs) + tls::estimate(o)
+        Duration::from_secs_f64(secs) + tls::estimate(o) + lab::estimate(o)
     }
 
     fn cannot_run(o: &LoopOptions) -> Option<String> {
@@ -238,6 +245,9 @@ pub struct LoopReport {
     /// absent from runs recorded before they existed.
     #[serde(default)]
     pub tls: tls::TlsReport,
+    /// The rows measured on real block devices in the lab (`--lab`); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<lab::LabReport>,
 }
 
 impl LoopReport {
@@ -276,6 +286,11 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     if opts.size < MIN_SIZE {
         bail!("--size must be at least {} MiB", MIN_SIZE >> 20);
     }
+    let checkout = if opts.lab {
+        Some(lab::prepare()?)
+    } else {
+        None
+    };
     let scratch = prepare_image(opts)?;
     let image = scratch.path().to_path_buf();
     let size = opts.size.min(scratch.len()) / (1 << 20) * (1 << 20);
@@ -292,6 +307,10 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     let (servers, skipped) = lab.check_servers()?;
     let cells = lab.measure_table(&servers, size, opts)?;
     let tls = tls::run(opts, vecio, &scratch, sockets.path())?;
+    let lab = match &checkout {
+        Some(c) => Some(lab::run(c, opts)?),
+        None => None,
+    };
     Ok(LoopReport {
         meta: RunMeta::collect(&image),
         size,
@@ -303,6 +322,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
         skipped,
         cells,
         tls,
+        lab,
     })
 }
 

@@ -1,7 +1,7 @@
 //! Seed 001, the loop device with direct and async I/O: its entry, section, targets, summary
 //! rows and figures.
 
-use super::{tls, Job, Loop, LoopReport, Sample, Subject};
+use super::{lab, tls, Job, Loop, LoopReport, Sample, Subject};
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart, Line, Lines, XTicks};
 use crate::experiment::section::{at_least, at_most, Plot};
 use crate::experiment::seed::claim;
@@ -44,18 +44,21 @@ impl View for LoopReport {
             ),
         )];
         extra.extend(tls::view::setup_line(&l.tls));
+        extra.extend(l.lab.as_ref().and_then(lab::view::setup_line));
         let tools = ["fio", "libnbd", "qemu-nbd", "nbdkit"];
         s.setup = lines(setup, &l.meta, extra, &tools);
         s.tables.push(throughput(l));
         s.tables.push(cache(l));
         s.tables.push(beside_seed(l));
         s.tables.extend(tls::view::table(&l.tls));
+        s.tables.extend(l.lab.as_ref().and_then(lab::view::table));
         s.plots = plots(l);
         s.targets = targets(l);
         for k in &l.skipped {
             s.notes
                 .push(format!("skipped {}: {}", k.subject.name(), k.reason));
         }
+        s.notes.extend(l.lab.iter().flat_map(lab::view::notes));
     }
 
     /// The seed's results beside vecio's.
@@ -112,6 +115,7 @@ impl View for LoopReport {
             let name = format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit());
             out.push(Metric::of(Loop::KEY, name, c.figure(), true));
         }
+        out.extend(l.lab.iter().flat_map(lab::view::metrics));
         out
     }
 }
@@ -408,6 +412,7 @@ pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
         });
     }
     out.extend(tls::view::targets(&r.tls));
+    out.extend(r.lab.iter().flat_map(lab::view::targets));
     out
 }
 
@@ -467,6 +472,7 @@ mod tests {
             skipped: Vec::new(),
             cells,
             tls: Default::default(),
+            lab: None,
         }
     }
 
