@@ -49,7 +49,9 @@ fn fill(file: &mut std::fs::File) -> (usize, std::io::Error) {
 
 fn fuse_fills_and_recovers(mode: &[&str]) {
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let Some(fs) = full_soon(scratch.path()) else { return };
+    let Some(fs) = full_soon(scratch.path()) else {
+        return;
+    };
     let src = fs.path().join("src");
     std::fs::create_dir(&src).unwrap();
     let server = FuseServer::mount(&src, &scratch.path().join("mnt"), mode);
@@ -82,7 +84,11 @@ fn fuse_fills_and_recovers(mode: &[&str]) {
     std::fs::write(mnt.join("small"), b"after\n").unwrap();
     assert_eq!(std::fs::read(mnt.join("small")).unwrap(), b"after\n");
     drop(server); // unmount: every cached write reaches the backing file
-    assert_eq!(std::fs::read(src.join("small")).unwrap(), b"after\n", "{mode:?}");
+    assert_eq!(
+        std::fs::read(src.join("small")).unwrap(),
+        b"after\n",
+        "{mode:?}"
+    );
     let mut backing = backing;
     backing.seek(SeekFrom::Start((acked * MIB) as u64)).unwrap();
     backing.read_exact(&mut buf).unwrap();
@@ -164,9 +170,14 @@ fn nbd_fills_and_recovers(aio: &str, cache: &str) {
         return;
     }
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let Some(fs) = full_soon(scratch.path()) else { return };
+    let Some(fs) = full_soon(scratch.path()) else {
+        return;
+    };
     let image = fs.path().join("disk.img");
-    std::fs::File::create(&image).unwrap().set_len(64 * MIB as u64).unwrap();
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 * MIB as u64)
+        .unwrap();
     let socket = scratch.path().join("nbd.sock");
     let mut server = ServerProcess::start(&image, &socket, aio, cache);
     let uri = format!("nbd+unix:///?socket={}", socket.display());
@@ -180,18 +191,31 @@ fn nbd_fills_and_recovers(aio: &str, cache: &str) {
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     let mut words = line.split_whitespace();
-    let acked: usize = words.next().and_then(|w| w.parse().ok()).unwrap_or_else(|| {
-        panic!("--aio={aio} --cache={cache}: the client said {line:?}")
-    });
+    let acked: usize = words
+        .next()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("--aio={aio} --cache={cache}: the client said {line:?}"));
     let err = words.next().unwrap_or("");
-    assert_eq!(err, ENOSPC.to_string(), "--aio={aio} --cache={cache}: {line:?}");
+    assert_eq!(
+        err,
+        ENOSPC.to_string(),
+        "--aio={aio} --cache={cache}: {line:?}"
+    );
     assert!(acked >= 10, "--aio={aio} --cache={cache}: only {acked} MiB");
     std::fs::remove_file(fs.path().join("filler")).unwrap();
-    client.stdin.as_mut().unwrap().write_all(b"freed\n").unwrap();
+    client
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"freed\n")
+        .unwrap();
     line.clear();
     out.read_line(&mut line).unwrap();
     let status = client.wait().unwrap();
-    assert!(status.success() && line.trim() == "ok", "--aio={aio} --cache={cache}: {line:?}");
+    assert!(
+        status.success() && line.trim() == "ok",
+        "--aio={aio} --cache={cache}: {line:?}"
+    );
     server.stop();
     // Every acknowledged MiB, and the one after, are in the image.
     let img = std::fs::File::open(&image).unwrap();
@@ -233,7 +257,10 @@ impl ServerProcess {
                 rustix::process::Signal::TERM,
             )
             .unwrap();
-            assert!(c.wait().unwrap().success(), "vecio nbd did not stop cleanly");
+            assert!(
+                c.wait().unwrap().success(),
+                "vecio nbd did not stop cleanly"
+            );
         }
     }
 }

@@ -152,7 +152,9 @@ fn the_server_says_what_it_holds() {
     f.write_all(b"held").unwrap();
     let open = server.held();
     assert!(
-        open.contains("handles 1 files") && open.contains("open files 1") && open.contains("ring slots 1"),
+        open.contains("handles 1 files")
+            && open.contains("open files 1")
+            && open.contains("ring slots 1"),
         "{open}"
     );
     drop(f);
@@ -160,7 +162,9 @@ fn the_server_says_what_it_holds() {
     let mut last = String::new();
     let gone = wait_until(Duration::from_secs(2), || {
         last = server.held();
-        last.contains("handles 0 files") && last.contains("open files 0") && last.contains("ring slots 0")
+        last.contains("handles 0 files")
+            && last.contains("open files 0")
+            && last.contains("ring slots 0")
     });
     assert!(gone.is_some(), "{last}");
 }

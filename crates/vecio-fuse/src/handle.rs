@@ -80,7 +80,10 @@ impl Handles {
     /// Open (files, directories) handles now.
     pub fn counts(&self) -> (usize, usize) {
         let map = self.map.read().unwrap_or_else(|p| p.into_inner());
-        let dirs = map.values().filter(|h| matches!(***h, Handle::Dir(_))).count();
+        let dirs = map
+            .values()
+            .filter(|h| matches!(***h, Handle::Dir(_)))
+            .count();
         (map.len() - dirs, dirs)
     }
 

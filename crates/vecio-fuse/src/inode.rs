@@ -442,7 +442,11 @@ impl Inodes {
     /// Nodes the kernel holds now, and the `O_PATH` descriptors they keep.
     pub fn counts(&self) -> (usize, usize) {
         let t = self.lock();
-        let fds = t.by_id.values().filter(|e| e.inode.lock_slot().is_some()).count();
+        let fds = t
+            .by_id
+            .values()
+            .filter(|e| e.inode.lock_slot().is_some())
+            .count();
         (t.by_id.len(), fds)
     }
 

@@ -5,8 +5,8 @@
 //! backing file takes them without a copy. Buffers inside the thread's registered region
 //! (see `crate::buffers`) go to the engine as registered buffers.
 
-use vecio::{Batch, Engine, IoIter, Region, RwFlags};
 use vecio::fast_read::Attempt;
+use vecio::{Batch, Engine, IoIter, Region, RwFlags};
 
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::AsFd;

@@ -240,7 +240,10 @@ mod tests {
             passthrough: true,
             ..wants()
         };
-        let got = agree(new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH, &through);
+        let got = agree(
+            new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH,
+            &through,
+        );
         assert!(
             got.contains(f::PASSTHROUGH) && !got.contains(f::HANDLE_KILLPRIV_V2),
             "kill-priv v2 with passthrough keeps setuid on a passthrough write"

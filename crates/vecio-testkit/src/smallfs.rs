@@ -41,7 +41,14 @@ impl SmallFs {
         // No reserved blocks and no lazy init: free space is what statvfs says, and nothing
         // writes behind the test's back.
         run(Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+            .args([
+                "-q",
+                "-F",
+                "-m",
+                "0",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+            ])
             .arg(&image))?;
         let mut fs = SmallFs {
             _scratch: scratch,
@@ -80,7 +87,10 @@ impl Drop for SmallFs {
     fn drop(&mut self) {
         if self.mounted {
             // Lazily, so a server still holding a descriptor cannot leave the mount behind.
-            let _ = Command::new("umount").arg("-l").arg(&self.mountpoint).output();
+            let _ = Command::new("umount")
+                .arg("-l")
+                .arg(&self.mountpoint)
+                .output();
         }
         if let Some(dev) = &self.loop_dev {
             let _ = Command::new("losetup").arg("-d").arg(dev).output();

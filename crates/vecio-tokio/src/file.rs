@@ -4,8 +4,8 @@ use std::io::{self, IoSliceMut};
 use std::path::Path;
 use std::sync::Arc;
 
-use vecio::{AlignedBuf, Dir, IoIter, OwnedBuf, RwFlags};
 use vecio::fast_read::Attempt;
+use vecio::{AlignedBuf, Dir, IoIter, OwnedBuf, RwFlags};
 
 use crate::Driver;
 

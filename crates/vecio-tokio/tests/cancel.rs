@@ -36,7 +36,8 @@ fn io_threads() -> usize {
         .unwrap()
         .flatten()
         .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "vecio-tokio-io")
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.trim() == "vecio-tokio-io")
         })
         .count()
 }
@@ -51,7 +52,10 @@ fn ten_thousand_dropped_futures_leave_nothing_behind() {
     // is freed, and later buffers come from the threads' heaps, where what a busy machine's
     // larger backlog left behind stays resident though free (the test failed so under load).
     // SAFETY: mallopt only changes the allocator's tuning; called before any threads here.
-    assert_eq!(unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10) }, 1);
+    assert_eq!(
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10) },
+        1
+    );
     let dir = tempfile::Builder::new()
         .prefix("vecio-tokio-cancel-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -70,7 +74,8 @@ fn ten_thousand_dropped_futures_leave_nothing_behind() {
     let threads_before = io_threads();
     // SAFETY: as below.
     unsafe { libc::malloc_trim(0) };
-    let rss_before = vecio_testkit::rss_kib(std::process::id()).saturating_sub(old.len() as u64 / 1024);
+    let rss_before =
+        vecio_testkit::rss_kib(std::process::id()).saturating_sub(old.len() as u64 / 1024);
     let mut pending = 0;
     rt.block_on(async {
         let driver = Driver::uring().unwrap();
@@ -97,11 +102,15 @@ fn ten_thousand_dropped_futures_leave_nothing_behind() {
             }
             tokio::task::yield_now().await;
         }
-        assert!(pending > 0, "every request finished before its future was dropped");
+        assert!(
+            pending > 0,
+            "every request finished before its future was dropped"
+        );
     });
     drop(rt);
     // The driver's thread ends once its queue has drained and no handle is left.
-    let ended = vecio_testkit::wait_until(Duration::from_secs(20), || io_threads() <= threads_before);
+    let ended =
+        vecio_testkit::wait_until(Duration::from_secs(20), || io_threads() <= threads_before);
     assert!(ended.is_some(), "the driver's thread is still running");
     let data = std::fs::read(&path).unwrap();
     for r in 0..REGIONS as usize {
@@ -121,5 +130,8 @@ fn ten_thousand_dropped_futures_leave_nothing_behind() {
         rss_after < rss_before + 8 * 1024,
         "resident memory grew from {rss_before} KiB to {rss_after} KiB"
     );
-    eprintln!("{pending} of {} futures dropped in flight; RSS {rss_before} -> {rss_after} KiB", ROUNDS * PER_ROUND);
+    eprintln!(
+        "{pending} of {} futures dropped in flight; RSS {rss_before} -> {rss_after} KiB",
+        ROUNDS * PER_ROUND
+    );
 }

@@ -84,7 +84,10 @@ async fn random_seeks_and_reads_match_std_buffered_and_direct() {
         let mut tail = Vec::new();
         file.read_to_end(&mut tail).await.unwrap();
         assert_eq!(tail, &data[data.len() - 7..]);
-        assert!(file.seek(SeekFrom::Current(-(data.len() as i64) - 1)).await.is_err());
+        assert!(file
+            .seek(SeekFrom::Current(-(data.len() as i64) - 1))
+            .await
+            .is_err());
     }
 }
 
@@ -248,7 +251,9 @@ async fn whole_file_calls_and_metadata() {
     rw.set_len(100).await.unwrap();
     assert_eq!(fs::metadata(&path).await.unwrap().len(), 100);
     fs::create_dir_all(dir.path().join("a/b")).await.unwrap();
-    fs::rename(&path, dir.path().join("a/b/moved")).await.unwrap();
+    fs::rename(&path, dir.path().join("a/b/moved"))
+        .await
+        .unwrap();
     fs::remove_file(dir.path().join("a/b/moved")).await.unwrap();
     assert!(fs::read(&path).await.is_err());
 }

@@ -11,7 +11,10 @@ use std::path::Path;
 use std::process::Command;
 
 fn have_curl() -> bool {
-    Command::new("curl").arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// `curl -s -i` of `url` with `headers`: (status, headers text, body).
@@ -27,7 +30,10 @@ fn get(url: &str, headers: &[&str], head: bool) -> (u16, String, Vec<u8>) {
     }
     let out = cmd.arg(url).output().expect("running curl");
     let text = out.stdout;
-    let split = text.windows(4).position(|w| w == b"\r\n\r\n").map_or(text.len(), |i| i + 4);
+    let split = text
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(text.len(), |i| i + 4);
     let head_text = String::from_utf8_lossy(&text[..split]).to_string();
     let status = head_text
         .split_whitespace()
@@ -63,7 +69,9 @@ fn tree() -> (tempfile::TempDir, Vec<u8>, Vec<u8>) {
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
     let small: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
-    let large: Vec<u8> = (0..(3u32 << 20)).map(|i| (i >> 3) as u8 ^ (i as u8)).collect();
+    let large: Vec<u8> = (0..(3u32 << 20))
+        .map(|i| (i >> 3) as u8 ^ (i as u8))
+        .collect();
     std::fs::write(dir.path().join("small.bin"), &small).unwrap();
     std::fs::write(dir.path().join("large.bin"), &large).unwrap();
     std::fs::create_dir(dir.path().join("docs")).unwrap();
@@ -95,7 +103,11 @@ async fn files_ranges_and_conditional_get() {
         assert_eq!(header(&h, "content-range"), Some("bytes 10-19/5000".into()));
         let (s, _, b) = get(&format!("{base}/small.bin"), &["Range: bytes=-5"], false);
         assert_eq!((s, b.as_slice()), (206, &small[4995..]));
-        let (s, _, b) = get(&format!("{base}/large.bin"), &["Range: bytes=1000000-"], false);
+        let (s, _, b) = get(
+            &format!("{base}/large.bin"),
+            &["Range: bytes=1000000-"],
+            false,
+        );
         assert_eq!(s, 206);
         assert!(b == large[1_000_000..], "an open range of the large file");
         let (s, h, _) = get(&format!("{base}/small.bin"), &["Range: bytes=9000-"], false);
@@ -115,8 +127,16 @@ async fn files_ranges_and_conditional_get() {
         let (s, _, b) = get(&format!("{base}/docs/"), &[], false);
         assert_eq!((s, b.as_slice()), (200, b"<p>index</p>".as_slice()));
 
-        for escape in ["/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/docs/../../x"] {
-            assert_eq!(get(&format!("{base}{escape}"), &[], false).0, 404, "{escape}");
+        for escape in [
+            "/../../etc/passwd",
+            "/%2e%2e/%2e%2e/etc/passwd",
+            "/docs/../../x",
+        ] {
+            assert_eq!(
+                get(&format!("{base}{escape}"), &[], false).0,
+                404,
+                "{escape}"
+            );
         }
         assert_eq!(get(&format!("{base}/missing"), &[], false).0, 404);
     };
@@ -130,7 +150,10 @@ async fn servedir_serves_the_same_bodies() {
         return;
     }
     let (dir, _, _) = tree();
-    let (ours, theirs) = (start(dir.path(), false).await, start(dir.path(), true).await);
+    let (ours, theirs) = (
+        start(dir.path(), false).await,
+        start(dir.path(), true).await,
+    );
     tokio::task::spawn_blocking(move || {
         for (path, range) in [
             ("/small.bin", None),

@@ -34,9 +34,7 @@ fn options(direct: Direct) -> OpenOptions {
 
 async fn write_mib(file: &File, mib: u64, byte: u8) -> std::io::Result<()> {
     for i in 0..mib {
-        let (r, _) = file
-            .write_all_at(vec![byte; MIB as usize], i * MIB)
-            .await;
+        let (r, _) = file.write_all_at(vec![byte; MIB as usize], i * MIB).await;
         r?;
     }
     file.sync_all().await
@@ -53,7 +51,9 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn a_removed_file_gives_its_space_back_within_a_second() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let Some((_scratch, fs)) = small_fs(56) else { return };
+    let Some((_scratch, fs)) = small_fs(56) else {
+        return;
+    };
     runtime().block_on(async {
         let base = fs.used_bytes();
         for round in 0..3 {
@@ -97,7 +97,9 @@ fn a_removed_file_gives_its_space_back_within_a_second() {
 #[test]
 fn a_full_file_system_reaches_the_writer_and_loses_nothing_acknowledged() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let Some((_scratch, fs)) = small_fs(48) else { return };
+    let Some((_scratch, fs)) = small_fs(48) else {
+        return;
+    };
     runtime().block_on(async {
         for direct in [Direct::Off, Direct::On] {
             let filler = fs.path().join("filler");
@@ -138,10 +140,14 @@ fn a_full_file_system_reaches_the_writer_and_loses_nothing_acknowledged() {
             }
             // Space freed: writing works again.
             std::fs::remove_file(&filler).unwrap();
-            let (r, _) = file.write_all_at(vec![0xee; MIB as usize], acked * MIB).await;
+            let (r, _) = file
+                .write_all_at(vec![0xee; MIB as usize], acked * MIB)
+                .await;
             r.unwrap();
             file.sync_data().await.unwrap();
-            let (r, buf) = file.read_exact_at(vec![0u8; MIB as usize], acked * MIB).await;
+            let (r, buf) = file
+                .read_exact_at(vec![0u8; MIB as usize], acked * MIB)
+                .await;
             r.unwrap();
             assert!(buf.iter().all(|&b| b == 0xee));
             drop(file);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::fast_read::*;
 use common::*;
-use vecio::{Batch, Engine, FastReadPolicy, IoIter, OwnedBuf, Queue, RwFlags};
 use vecio::fast_read::FastReadMode;
+use vecio::{Batch, Engine, FastReadPolicy, IoIter, OwnedBuf, Queue, RwFlags};
 
 /// With `writes: true`, writes are tried with `RWF_NOWAIT`; ext4 refuses buffered NOWAIT
 /// writes (`EOPNOTSUPP`), which falls back to the pool, at most once per file. The data is

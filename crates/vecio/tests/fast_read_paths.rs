@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::fast_read::*;
 use common::*;
-use vecio::{AlignedBuf, Batch, File, IoIter, OwnedBuf, Queue, RwFlags};
 use vecio::fast_read::{Attempt, FastReadMode};
+use vecio::{AlignedBuf, Batch, File, IoIter, OwnedBuf, Queue, RwFlags};
 
 #[derive(Copy, Clone, Debug)]
 enum CacheState {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use common::fast_read::*;
 use common::*;
 use vecio::engine::PoolEngine;
-use vecio::{Engine, FastReadPolicy, File, IoIter, Queue};
 use vecio::fast_read::{Attempt, FastReadMode, FastReadStats};
+use vecio::{Engine, FastReadPolicy, File, IoIter, Queue};
 
 // ---------------------------------------------------------------------------------------------
 // Hits, misses, offloads

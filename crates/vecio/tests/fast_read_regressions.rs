@@ -7,8 +7,8 @@ mod common;
 
 use common::fast_read::*;
 use common::*;
-use vecio::{Batch, FastReadPolicy, IoIter, Queue, RwFlags};
 use vecio::fast_read::{Attempt, FastReadMode};
+use vecio::{Batch, FastReadPolicy, IoIter, Queue, RwFlags};
 
 /// A warm small file read with a buffer larger than the file (FUSE and NBD servers read with
 /// 128 KiB buffers) is all in the page cache: the docs say such a read is a hit ("or the read

@@ -227,7 +227,10 @@ fn pool_buffers_unaligned() {
 fn two_pools_on_one_uring_engine() {
     let mut pool1 = BufPool::new(BufPoolOptions::aligned(4096).with_region(4 * 4096));
     let mut pool2 = BufPool::new(BufPoolOptions::aligned(4096).with_region(4 * 8192));
-    let (p1, p2) = (pool1.region().unwrap().clone(), pool2.region().unwrap().clone());
+    let (p1, p2) = (
+        pool1.region().unwrap().clone(),
+        pool2.region().unwrap().clone(),
+    );
     let mut engine = EngineKind::Uring.build().unwrap();
     engine.register_region(&p1).unwrap();
     engine.register_region(&p2).unwrap();

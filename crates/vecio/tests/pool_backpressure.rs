@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use common::pool::*;
 use common::*;
-use vecio::{Batch, Engine, Error, File, IoIter, OwnedBuf, Queue, RwFlags};
 use vecio::engine::WhenFull;
 use vecio::fast_read::FastReadMode;
+use vecio::{Batch, Engine, Error, File, IoIter, OwnedBuf, Queue, RwFlags};
 
 /// A queue over a pool of one worker and one queued job that refuses pushes when full.
 fn tiny_would_block_queue() -> Queue {

@@ -5,9 +5,9 @@ mod common;
 
 use common::pool::*;
 use common::*;
-use vecio::{Batch, FastReadPolicy, File, IoIter, RwFlags};
 use vecio::engine::WhenFull;
 use vecio::fast_read::FastReadMode;
+use vecio::{Batch, FastReadPolicy, File, IoIter, RwFlags};
 
 /// A batch of 64 cached 16 KiB reads (scrambled order, half of them in 3 segments) through the
 /// pool engine is right in every fast-read mode; inline modes serve them all inline.

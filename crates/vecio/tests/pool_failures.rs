@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use common::pool::*;
 use common::*;
-use vecio::{Batch, Error, IoIter, OwnedBuf, Queue, RwFlags};
 use vecio::engine::WhenFull;
 use vecio::fast_read::FastReadMode;
+use vecio::{Batch, Error, IoIter, OwnedBuf, Queue, RwFlags};
 
 /// A flag bit no kernel knows: `preadv2`/`pwritev2` fail with `EOPNOTSUPP` in the worker.
 fn bad_flag() -> RwFlags {

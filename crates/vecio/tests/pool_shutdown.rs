@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use common::pool::*;
 use common::*;
-use vecio::{AlignedBuf, Completion, File, OwnedBuf, Queue, RwFlags};
 use vecio::engine::WhenFull;
 use vecio::fast_read::FastReadMode;
+use vecio::{AlignedBuf, Completion, File, OwnedBuf, Queue, RwFlags};
 
 fn evict(file: &File) {
     fsync(file);

@@ -28,7 +28,11 @@ impl CloseWatch {
     fn on(path: &Path) -> CloseWatch {
         // SAFETY: inotify_init1 takes flags only and returns a new descriptor or -1.
         let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        assert!(raw >= 0, "inotify_init1: {}", std::io::Error::last_os_error());
+        assert!(
+            raw >= 0,
+            "inotify_init1: {}",
+            std::io::Error::last_os_error()
+        );
         // SAFETY: raw is a fresh descriptor owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let c = CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -40,7 +44,11 @@ impl CloseWatch {
                 libc::IN_CLOSE_WRITE | libc::IN_CLOSE_NOWRITE,
             )
         };
-        assert!(wd >= 0, "inotify_add_watch: {}", std::io::Error::last_os_error());
+        assert!(
+            wd >= 0,
+            "inotify_add_watch: {}",
+            std::io::Error::last_os_error()
+        );
         CloseWatch { fd }
     }
 
@@ -100,7 +108,12 @@ fn open_rw(path: &Path) -> File {
 /// Writes and reads `file` through `engine` with a `Batch`, so the ring registers it.
 fn serve(file: &File, engine: &mut UringEngine) {
     let mut batch = Batch::new();
-    batch.push(file, 0, IoIter::write_from(b"held by the ring"), RwFlags::empty());
+    batch.push(
+        file,
+        0,
+        IoIter::write_from(b"held by the ring"),
+        RwFlags::empty(),
+    );
     assert_eq!(batch.run(&mut *engine).pop().unwrap().unwrap(), 16);
     let mut back = [0u8; 16];
     let mut batch = Batch::new();
@@ -142,7 +155,10 @@ fn a_file_dropped_while_the_ring_has_requests_in_flight_is_released_at_once() {
     // A read from an empty pipe stays in flight until the pipe is written.
     let mut ends = [0; 2];
     // SAFETY: pipe2 writes two descriptors into `ends`.
-    assert_eq!(unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    assert_eq!(
+        unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) },
+        0
+    );
     // SAFETY: both descriptors are fresh and owned by nobody else.
     let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
     let mut byte = [0u8; 1];
@@ -151,7 +167,14 @@ fn a_file_dropped_while_the_ring_has_requests_in_flight_is_released_at_once() {
         iov_len: 1,
     }];
     // Offset -1: the pipe's own position.
-    let op = Op::rw(rx.as_raw_fd(), Dir::Dest, u64::MAX, &iov, RwFlags::empty(), 7);
+    let op = Op::rw(
+        rx.as_raw_fd(),
+        Dir::Dest,
+        u64::MAX,
+        &iov,
+        RwFlags::empty(),
+        7,
+    );
     // SAFETY: the pipe, the iovec array and the byte outlive the op, which is reaped below
     // before they drop.
     unsafe { engine.push(op).unwrap() };
@@ -166,7 +189,10 @@ fn a_file_dropped_while_the_ring_has_requests_in_flight_is_released_at_once() {
     );
 
     // SAFETY: writes one byte from a valid buffer to the pipe.
-    assert_eq!(unsafe { libc::write(tx.as_raw_fd(), b"x".as_ptr().cast(), 1) }, 1);
+    assert_eq!(
+        unsafe { libc::write(tx.as_raw_fd(), b"x".as_ptr().cast(), 1) },
+        1
+    );
     engine.submit_and_wait(1).unwrap();
     let mut done = Vec::new();
     engine.reap(&mut done);

@@ -77,7 +77,11 @@ impl FuseServer {
 
     /// Asks the server what it holds (`SIGUSR1`) and returns the line it prints.
     pub fn held(&self) -> String {
-        let before = self.whole_lines().iter().filter(|l| l.contains("holding")).count();
+        let before = self
+            .whole_lines()
+            .iter()
+            .filter(|l| l.contains("holding"))
+            .count();
         let pid = rustix::process::Pid::from_raw(self.pid() as i32).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
         let mut line = None;
@@ -119,7 +123,10 @@ impl Drop for FuseServer {
                 matches!(child.try_wait(), Ok(Some(_)))
             });
             if exited.is_none() {
-                let _ = Command::new("umount").arg("-l").arg(&self.mountpoint).status();
+                let _ = Command::new("umount")
+                    .arg("-l")
+                    .arg(&self.mountpoint)
+                    .status();
                 let _ = child.kill();
             }
             let _ = child.wait();

@@ -94,14 +94,18 @@ async fn respond(path: &Path, headers: &HeaderMap, head: bool) -> std::io::Resul
         Range::Unsatisfiable => {
             let mut r = status(StatusCode::RANGE_NOT_SATISFIABLE);
             let v = HeaderValue::from_str(&format!("bytes */{len}")).ok();
-            r.headers_mut().extend(v.map(|v| (header::CONTENT_RANGE, v)));
+            r.headers_mut()
+                .extend(v.map(|v| (header::CONTENT_RANGE, v)));
             return Ok(r);
         }
     };
     let body = if head || count == 0 {
         Body::empty()
     } else if count <= WHOLE {
-        let (n, mut buf) = file.positional()?.read_at(vec![0u8; count as usize], start).await;
+        let (n, mut buf) = file
+            .positional()?
+            .read_at(vec![0u8; count as usize], start)
+            .await;
         buf.truncate(n?);
         Body::from(buf)
     } else {
@@ -120,7 +124,11 @@ async fn respond(path: &Path, headers: &HeaderMap, head: bool) -> std::io::Resul
     }
     if code == StatusCode::PARTIAL_CONTENT {
         let v = format!("bytes {start}-{}/{len}", start + count - 1);
-        h.extend(HeaderValue::from_str(&v).ok().map(|v| (header::CONTENT_RANGE, v)));
+        h.extend(
+            HeaderValue::from_str(&v)
+                .ok()
+                .map(|v| (header::CONTENT_RANGE, v)),
+        );
     }
     Ok(r)
 }
@@ -136,22 +144,31 @@ fn etag(len: u64, modified: SystemTime) -> HeaderValue {
     let ns = modified
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    HeaderValue::from_str(&format!("W/\"{len:x}-{ns:x}\"")).unwrap_or(HeaderValue::from_static("W/\"0\""))
+    HeaderValue::from_str(&format!("W/\"{len:x}-{ns:x}\""))
+        .unwrap_or(HeaderValue::from_static("W/\"0\""))
 }
 
 /// `If-None-Match` (which wins when present) or `If-Modified-Since` says the client's copy is
 /// current.
 fn not_modified(headers: &HeaderMap, etag: &HeaderValue, modified: SystemTime) -> bool {
-    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+    if let Some(inm) = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+    {
         let ours = etag.to_str().unwrap_or("");
         let bare = |t: &str| t.trim().trim_start_matches("W/").to_string();
-        return inm.split(',').any(|t| t.trim() == "*" || bare(t) == bare(ours));
+        return inm
+            .split(',')
+            .any(|t| t.trim() == "*" || bare(t) == bare(ours));
     }
     let since = headers
         .get(header::IF_MODIFIED_SINCE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| httpdate::parse_http_date(v).ok());
-    let secs = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = |t: SystemTime| {
+        t.duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
     since.is_some_and(|s| secs(modified) <= secs(s))
 }
 
@@ -180,7 +197,9 @@ fn range(headers: &HeaderMap, len: u64) -> Range {
     let parsed = match (a.parse::<u64>(), b.parse::<u64>()) {
         (Ok(start), Ok(end)) if start <= end => Some((start, end.min(len.saturating_sub(1)))),
         (Ok(start), Err(_)) if b.is_empty() => Some((start, len.saturating_sub(1))),
-        (Err(_), Ok(n)) if a.is_empty() && n > 0 => Some((len.saturating_sub(n), len.saturating_sub(1))),
+        (Err(_), Ok(n)) if a.is_empty() && n > 0 => {
+            Some((len.saturating_sub(n), len.saturating_sub(1)))
+        }
         _ => return Range::Whole,
     };
     match parsed {

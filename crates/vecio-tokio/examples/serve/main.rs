@@ -35,10 +35,18 @@ fn args() -> Args {
     };
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "--addr" => a.addr = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+            "--addr" => {
+                a.addr = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| usage())
+            }
             "--via" => a.via = it.next().unwrap_or_else(|| usage()),
             "--workers" => {
-                a.workers = it.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage())
+                a.workers = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| usage())
             }
             _ if a.root.as_os_str().is_empty() && !arg.starts_with('-') => a.root = arg.into(),
             _ => usage(),

@@ -33,7 +33,10 @@ pub(super) enum Done {
         at: u64,
     },
     /// A write; its buffer comes back for reuse.
-    Write { result: io::Result<()>, buf: Vec<u8> },
+    Write {
+        result: io::Result<()>,
+        buf: Vec<u8>,
+    },
 }
 
 /// The mutable part of a file: the operation in flight, read-ahead, a pending seek.
@@ -109,7 +112,11 @@ pub(super) struct Core {
 
 impl File {
     pub(super) fn new(file: vecio::File, driver: Driver, append: bool) -> File {
-        Self::with(Backing::Served(crate::File::from_vecio(Arc::new(file), driver)), 0, append)
+        Self::with(
+            Backing::Served(crate::File::from_vecio(Arc::new(file), driver)),
+            0,
+            append,
+        )
     }
 
     fn with(backing: Backing, pos: u64, append: bool) -> File {
@@ -162,20 +169,27 @@ impl File {
         use std::io::Seek;
         let mut std = std;
         let pos = std.stream_position().unwrap_or(0);
-        let append = rustix::fs::fcntl_getfl(&std)
-            .is_ok_and(|f| f.contains(rustix::fs::OFlags::APPEND));
+        let append =
+            rustix::fs::fcntl_getfl(&std).is_ok_and(|f| f.contains(rustix::fs::OFlags::APPEND));
         let fd = OwnedFd::from(std);
         let backing = match (Driver::shared(), served_kind(fd.as_fd())) {
             (Ok(driver), Ok(())) => match dup(fd.as_fd()) {
                 Ok(copy) => match vecio::File::from_fd(copy, "(from_std)", RwFlags::empty()) {
-                    Ok(file) => {
-                        Backing::Served(crate::File::from_vecio(Arc::new(file), driver))
-                    }
-                    Err(e) => Backing::Unserved { fd, why: e.to_string() },
+                    Ok(file) => Backing::Served(crate::File::from_vecio(Arc::new(file), driver)),
+                    Err(e) => Backing::Unserved {
+                        fd,
+                        why: e.to_string(),
+                    },
                 },
-                Err(e) => Backing::Unserved { fd, why: e.to_string() },
+                Err(e) => Backing::Unserved {
+                    fd,
+                    why: e.to_string(),
+                },
             },
-            (Err(e), _) | (_, Err(e)) => Backing::Unserved { fd, why: e.to_string() },
+            (Err(e), _) | (_, Err(e)) => Backing::Unserved {
+                fd,
+                why: e.to_string(),
+            },
         };
         Self::with(backing, pos, append)
     }
@@ -245,7 +259,8 @@ impl File {
 
     /// Sets the modification time, after the operation in flight.
     pub async fn set_modified(&self, time: std::time::SystemTime) -> io::Result<()> {
-        self.set_times(std::fs::FileTimes::new().set_modified(time)).await
+        self.set_times(std::fs::FileTimes::new().set_modified(time))
+            .await
     }
 
     /// A second handle on the same open file, sharing its position (as a duplicated
@@ -293,7 +308,9 @@ impl File {
         use std::io::Seek;
         let fd = match dup(self.as_fd()) {
             Ok(fd) => fd,
-            Err(e) => panic!("vecio_tokio::fs::File::into_std: cannot duplicate the descriptor: {e}"),
+            Err(e) => {
+                panic!("vecio_tokio::fs::File::into_std: cannot duplicate the descriptor: {e}")
+            }
         };
         let mut std = std::fs::File::from(fd);
         let _ = std.seek(SeekFrom::Start(self.core.pos.load(Ordering::Relaxed)));
@@ -398,6 +415,7 @@ impl std::fmt::Debug for File {
             Backing::Served(file) => d.field("file", file.vecio()),
             Backing::Unserved { fd, why } => d.field("fd", fd).field("unserved", why),
         };
-        d.field("pos", &self.core.pos.load(Ordering::Relaxed)).finish()
+        d.field("pos", &self.core.pos.load(Ordering::Relaxed))
+            .finish()
     }
 }

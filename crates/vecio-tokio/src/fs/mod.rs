@@ -38,8 +38,8 @@ pub use file::File;
 pub use options::OpenOptions;
 pub use tokio::fs::{
     canonicalize, copy, create_dir, create_dir_all, hard_link, metadata, read_dir, read_link,
-    remove_dir, remove_dir_all, remove_file, rename, set_permissions, symlink,
-    symlink_metadata, try_exists, DirBuilder, DirEntry, ReadDir,
+    remove_dir, remove_dir_all, remove_file, rename, set_permissions, symlink, symlink_metadata,
+    try_exists, DirBuilder, DirEntry, ReadDir,
 };
 
 /// Reads the whole file at `path` into a vector.

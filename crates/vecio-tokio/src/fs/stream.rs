@@ -93,7 +93,11 @@ impl Core {
         let pos = self.pos.load(Ordering::Relaxed);
         let want = dst.remaining().min(self.max_buf_size);
         let slot = &mut dst.initialize_unfilled_to(want)[..want];
-        let n = match file.vecio().try_read_inline(IoIter::read_into(slot), pos, file.driver().policy())? {
+        let n = match file.vecio().try_read_inline(
+            IoIter::read_into(slot),
+            pos,
+            file.driver().policy(),
+        )? {
             Attempt::Done(n) => n,
             Attempt::Partial(n) if n > 0 => n,
             _ => return Ok(None),

@@ -7,8 +7,8 @@ pub(crate) mod engine;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use vecio::{AlignedBuf, Completion, Direct, File, OwnedBuf, Queue, RwFlags};
 use vecio::file::FallocateFlags;
+use vecio::{AlignedBuf, Completion, Direct, File, OwnedBuf, Queue, RwFlags};
 
 use crate::error::Result;
 use crate::options::{Cache, Options};

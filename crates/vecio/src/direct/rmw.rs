@@ -60,7 +60,8 @@ impl Rmw {
         let block = align.block();
         let head_edge = offset != w.start && w.start < size;
         let tail_block = w.end - block;
-        let tail_edge = end_req != w.end && tail_block < size && !(tail_block == w.start && head_edge);
+        let tail_edge =
+            end_req != w.end && tail_block < size && !(tail_block == w.start && head_edge);
         Ok(Rmw {
             start: w.start,
             window: AlignedBuf::new(w.len() as usize, align.mem as usize),
@@ -183,12 +184,27 @@ mod tests {
         assert_eq!(ops.len(), 2);
         assert_eq!((ops[0].offset, ops[1].offset), (0, 1024));
         // One block: one edge read serves both ends.
-        assert_eq!(Rmw::new(a512(), 100, 10, 4096).unwrap().edge_ops().count(), 1);
+        assert_eq!(
+            Rmw::new(a512(), 100, 10, 4096).unwrap().edge_ops().count(),
+            1
+        );
         // Past the end of the file: nothing to read.
-        assert_eq!(Rmw::new(a512(), 5000, 10, 4096).unwrap().edge_ops().count(), 0);
+        assert_eq!(
+            Rmw::new(a512(), 5000, 10, 4096).unwrap().edge_ops().count(),
+            0
+        );
         // Aligned offset and length (unaligned memory): no edge.
-        assert_eq!(Rmw::new(a512(), 512, 1024, 4096).unwrap().edge_ops().count(), 0);
-        assert_eq!(Rmw::new(a512(), i64::MAX as u64 - 1, 10, 0).err(), Some(libc::EFBIG));
+        assert_eq!(
+            Rmw::new(a512(), 512, 1024, 4096)
+                .unwrap()
+                .edge_ops()
+                .count(),
+            0
+        );
+        assert_eq!(
+            Rmw::new(a512(), i64::MAX as u64 - 1, 10, 0).err(),
+            Some(libc::EFBIG)
+        );
     }
 
     #[test]

@@ -146,6 +146,14 @@ pub(crate) fn hold(
         }
     }
     let align = file.dio_align();
-    let all = LockSpan::blocks(align, if matches!(route, Route::Rmw { append: true }) { 0 } else { offset }, u64::MAX);
+    let all = LockSpan::blocks(
+        align,
+        if matches!(route, Route::Rmw { append: true }) {
+            0
+        } else {
+            offset
+        },
+        u64::MAX,
+    );
     all.take(file).map(Some)
 }

@@ -89,7 +89,13 @@ mod tests {
         let a = align(512);
         assert_eq!(a.window(0, 512), super::Window { start: 0, end: 512 });
         assert_eq!(a.window(1, 1), super::Window { start: 0, end: 512 });
-        assert_eq!(a.window(511, 2), super::Window { start: 0, end: 1024 });
+        assert_eq!(
+            a.window(511, 2),
+            super::Window {
+                start: 0,
+                end: 1024
+            }
+        );
         assert!(a.window(511, 2).covers(511, 2));
     }
 

@@ -107,7 +107,10 @@ impl SlotTable {
     /// Whether `slot` holds nothing now (a file of it may have been released by another
     /// thread).
     pub(crate) fn is_free(&self, slot: u32) -> bool {
-        self.lock().slots.get(slot as usize).is_some_and(Option::is_none)
+        self.lock()
+            .slots
+            .get(slot as usize)
+            .is_some_and(Option::is_none)
     }
 
     /// Records that the ring's own thread registered `file_id` in `slot` (after the
@@ -155,7 +158,10 @@ impl SlotTable {
         // Under the lock: the ring cannot close meanwhile (`retire` takes it first).
         if let Err(e) = clear_in_kernel(self.ring_fd, slot) {
             if e.raw_os_error() != Some(libc::EEXIST) {
-                tracing::warn!(slot, "cannot clear a fixed-file slot: {e}; deferring it to the ring's thread");
+                tracing::warn!(
+                    slot,
+                    "cannot clear a fixed-file slot: {e}; deferring it to the ring's thread"
+                );
             }
             st.deferred.push(slot);
             self.has_deferred.store(true, Ordering::Release);

@@ -17,8 +17,8 @@ mod pool;
 mod serial;
 mod sync;
 pub(crate) mod syscall;
-pub(crate) use fixed_files::release_file;
 pub use fixed_files::registered_files;
+pub(crate) use fixed_files::release_file;
 mod uring;
 
 use std::io;
@@ -72,7 +72,14 @@ impl Op {
     /// at `offset` of descriptor `fd`, with `flags`, completing with `tag`. Nothing is checked
     /// or touched here; [`Engine::push`]'s contract covers the descriptor and the memory.
     /// `offset` `u64::MAX` means the descriptor's own position (pipes, sockets).
-    pub fn rw(fd: RawFd, dir: Dir, offset: u64, iov: &[libc::iovec], flags: RwFlags, tag: u64) -> Op {
+    pub fn rw(
+        fd: RawFd,
+        dir: Dir,
+        offset: u64,
+        iov: &[libc::iovec],
+        flags: RwFlags,
+        tag: u64,
+    ) -> Op {
         Op {
             fd,
             file_id: u64::MAX,

@@ -24,12 +24,12 @@ mod options;
 mod space;
 
 pub use crate::direct::Window;
+use align::probe_alignment;
 pub use align::{AlignSource, DioAlign};
 pub use fast_read::Attempt;
 pub use options::OpenOptions;
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
-use align::probe_alignment;
 
 /// Whether a file is opened for direct I/O (`O_DIRECT`, bypassing the page cache).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]

@@ -49,7 +49,10 @@ impl File {
         if offset.checked_add(len).is_none() {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         }
-        let _guard = take(self, LockSpan::fallocate(self.dio_align(), mode, offset, len))?;
+        let _guard = take(
+            self,
+            LockSpan::fallocate(self.dio_align(), mode, offset, len),
+        )?;
         Ok(rustix::fs::fallocate(self, mode, offset, len)?)
     }
 

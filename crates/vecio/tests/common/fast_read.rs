@@ -1,10 +1,10 @@
 use std::io::IoSliceMut;
 use std::sync::Arc;
 
-use vecio::engine::{PoolEngine, PoolOptions};
-use vecio::{Batch, Completion, FastReadPolicy, IoIter, OwnedBuf, Queue, RwFlags};
 use vecio::engine::WhenFull;
+use vecio::engine::{PoolEngine, PoolOptions};
 use vecio::fast_read::{Attempt, FastReadMode, FastReadStats};
+use vecio::{Batch, Completion, FastReadPolicy, IoIter, OwnedBuf, Queue, RwFlags};
 
 use super::*;
 

@@ -1,10 +1,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use vecio::engine::{PoolEngine, PoolOptions};
-use vecio::{Completion, FastReadPolicy, Queue};
 use vecio::engine::WhenFull;
+use vecio::engine::{PoolEngine, PoolOptions};
 use vecio::fast_read::FastReadMode;
+use vecio::{Completion, FastReadPolicy, Queue};
 
 use super::*;
 

@@ -18,8 +18,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Arg, ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions};
-use vecio::{Batch, Direct, Engine, EngineKind, FastReadPolicy, File, IoIter, RwFlags};
 use vecio::fast_read::FastReadMode;
+use vecio::{Batch, Direct, Engine, EngineKind, FastReadPolicy, File, IoIter, RwFlags};
 
 use crate::experiment::options::Common;
 use crate::experiment::{Env, Experiment, Helper, Preset, Seed};

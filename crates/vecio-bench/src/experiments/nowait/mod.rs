@@ -19,8 +19,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions, UringEngine, UringOptions};
-use vecio::{Completion, Direct, Engine, FastReadPolicy, File, OwnedBuf, Queue, RwFlags};
 use vecio::fast_read::{FastReadMode, FastReadStats};
+use vecio::{Completion, Direct, Engine, FastReadPolicy, File, OwnedBuf, Queue, RwFlags};
 
 use crate::experiment::options::{parse_count, parse_size, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed};

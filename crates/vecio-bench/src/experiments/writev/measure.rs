@@ -22,9 +22,15 @@ pub(super) fn measure(
     runtime: Duration,
     rng: &mut SmallRng,
 ) -> Result<Sample> {
-    let region = pool.region().context("the buffer pool has no region")?.clone();
+    let region = pool
+        .region()
+        .context("the buffer pool has no region")?
+        .clone();
     let mut buf = pool.get(REQUEST);
-    anyhow::ensure!(buf.region_id() == Some(region.id()), "the request buffer is not in the region");
+    anyhow::ensure!(
+        buf.region_id() == Some(region.id()),
+        "the request buffer is not in the region"
+    );
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i % 251) as u8;
     }
