@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::workload::Op;
 use super::{
-    cell, ratio, subjects, Cell, NATIVE, VECIO, VECIO_PASSTHROUGH_DIRECT, VECIO_PER_SEGMENT,
+    cell, ratio, subjects, Cell, NATIVE, VECIO, VECIO_NO_SANDBOX, VECIO_PASSTHROUGH_DIRECT,
+    VECIO_PER_SEGMENT,
 };
 use crate::experiment::Target;
 
@@ -55,7 +56,24 @@ pub(super) fn targets(cells: &[Cell]) -> Vec<Goal> {
     for op in [Op::Readv, Op::Writev] {
         passthrough_goals(cells, op, &mut t);
     }
+    for op in [Op::Readv, Op::Writev] {
+        sandbox_goal(cells, op, &mut t);
+    }
     t
+}
+
+/// The sandbox's cost for `op`: the default (sandboxed) server against the same server with
+/// `--sandbox none --seccomp none`, paired per repetition; "within the noise" is taken as at
+/// least 0.95x, the spread repetitions of one subject show on this machine.
+fn sandbox_goal(cells: &[Cell], op: Op, t: &mut Vec<Goal>) {
+    if let Some(off) = cell(cells, VECIO_NO_SANDBOX, op, true) {
+        t.push(Goal {
+            what: format!("{} sandboxed vs --sandbox none", op.name()),
+            want: 0.95,
+            got: ratio(cell(cells, VECIO, op, true), Some(off)),
+            only_vecio_works: false,
+        });
+    }
 }
 
 /// The packed path's goals for `op`: against one request per segment, the best libfuse

@@ -158,6 +158,9 @@ pub const VECIO_URING: &str = "vecio fuse --uring";
 pub const VECIO_PASSTHROUGH: &str = "vecio fuse --passthrough";
 /// Name of the vecio subject that hands `O_DIRECT` opens to the kernel too.
 pub const VECIO_PASSTHROUGH_DIRECT: &str = "vecio fuse --passthrough-direct";
+/// Name of the vecio subject served without its sandbox (namespaces, capabilities, seccomp):
+/// the default subject's peer for the sandbox's cost.
+pub const VECIO_NO_SANDBOX: &str = "vecio fuse --sandbox none";
 
 fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
     let vecio = |name: &str, args: &[&str]| Subject {
@@ -172,6 +175,7 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
             kind: Kind::Native,
         },
         vecio(VECIO, &[]),
+        vecio(VECIO_NO_SANDBOX, &["--sandbox", "none", "--seccomp", "none"]),
         vecio(VECIO_PER_SEGMENT, &["--max-pages", "1"]),
         vecio(VECIO_URING, &["--uring"]),
         vecio(

@@ -286,6 +286,7 @@ fn short(name: &str) -> String {
     match name {
         VECIO_PER_SEGMENT => "per-segment".into(),
         VECIO_URING => "vecio --uring".into(),
+        super::VECIO_NO_SANDBOX => "no sandbox".into(),
         _ => name.strip_prefix("libfuse ").unwrap_or(name).to_string(),
     }
 }
