@@ -1,7 +1,7 @@
 # Thin entry points; the work is done by cargo and scripts/.
 CARGO ?= cargo
 
-.PHONY: setup build test fuzz fuzz-build fuzz-run conformance xfstests lab lab-full soak run bench docs install-docs
+.PHONY: setup build lint test fuzz fuzz-build fuzz-run conformance xfstests lab lab-full soak run bench docs install-docs
 
 # System packages the tests and benchmark peers need (fio, qemu-nbd, nbdkit, fuse3, ...).
 setup:
@@ -9,6 +9,10 @@ setup:
 
 build:
 	$(CARGO) build --release
+
+# The style gate (part of `make test`): rustfmt's layout, clippy and rustdoc with -D warnings.
+lint:
+	bash scripts/lint
 
 # Every test and suite: built once, then the cargo tests, the fuzzer for 30 s and pjdfstest on
 # three mounts at the same time; each part's time at the end (scripts/test; `scripts/test PART`

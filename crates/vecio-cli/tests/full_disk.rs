@@ -61,6 +61,7 @@ fn fuse_fills_and_recovers(mode: &[&str]) {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(mnt.join("data"))
         .unwrap();
     let (acked, err) = fill(&mut file);

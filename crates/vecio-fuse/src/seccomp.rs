@@ -41,8 +41,9 @@ impl std::str::FromStr for Seccomp {
     }
 }
 
-/// The system calls the serving threads make.
-const ALLOWED: &[libc::c_long] = &[
+/// The system calls the serving threads make (seccompiler keys them as i64; vecio builds for
+/// 64-bit Linux, where `libc::SYS_*` are i64 too).
+const ALLOWED: &[i64] = &[
     // The FUSE device and the engines.
     libc::SYS_read,
     libc::SYS_write,
@@ -174,7 +175,7 @@ fn program(action: Seccomp) -> std::io::Result<Option<BpfProgram>> {
         Seccomp::Log => SeccompAction::Log,
     };
     let rules: BTreeMap<i64, Vec<SeccompRule>> =
-        ALLOWED.iter().map(|&nr| (nr as i64, Vec::new())).collect();
+        ALLOWED.iter().map(|&nr| (nr, Vec::new())).collect();
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e| std::io::Error::other(format!("seccomp: {e}")))?;

@@ -185,7 +185,7 @@ fn qemu_img_reads_and_writes_with_tls_creds_psk() {
 
 fn qemu_img_psk(k: &Keys, peers: &Peers) {
     let qemu_img = || peers.command("qemu-img", share());
-    let srv = serve(&k, TlsMode::Require, vecio::EngineKind::Uring);
+    let srv = serve(k, TlsMode::Require, vecio::EngineKind::Uring);
     let creds = format!(
         "tls-creds-psk,id=tls0,dir={},username=alice,endpoint=client",
         k.qemu_dir.display()

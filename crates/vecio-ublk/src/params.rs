@@ -110,7 +110,7 @@ mod tests {
         let file = File::options().read(true).write(true).open(&path).unwrap();
         let g = Geometry::of(&file, 512 * 1024, false).unwrap();
         assert_eq!(g.logical, 512, "a buffered file takes 512-byte blocks");
-        assert_eq!(g.size, 10 * 4096 + 0, "rounded down to whole blocks: {g:?}");
+        assert_eq!(g.size, 10 * 4096, "rounded down to whole blocks: {g:?}");
         let p = g.params();
         assert_eq!(p.basic.dev_sectors, g.size >> 9);
         assert_eq!(p.basic.logical_bs_shift, 9);

@@ -96,8 +96,11 @@ pub struct Plan {
     /// Why it cannot run here, if it cannot.
     pub cannot_run: Option<String>,
     /// Runs it and returns its report as JSON.
-    pub run: Box<dyn FnOnce(&Env) -> Result<Value>>,
+    pub run: RunOnce,
 }
+
+/// A [`Plan`]'s run: called once with the environment, returns the report as JSON.
+pub type RunOnce = Box<dyn FnOnce(&Env) -> Result<Value>>;
 
 /// An [`Experiment`] seen through one interface: what the registry holds.
 pub trait Entry: Sync {

@@ -297,6 +297,8 @@ impl File {
     ///
     /// # Panics
     /// As [`into_std`](Self::into_std).
+    // tokio::fs::File::try_into_std returns the file itself as its error; a drop-in keeps that.
+    #[allow(clippy::result_large_err)]
     pub fn try_into_std(mut self) -> Result<std::fs::File, Self> {
         if self.inner.get_mut().in_flight.is_some() {
             return Err(self);

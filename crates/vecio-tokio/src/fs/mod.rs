@@ -7,7 +7,7 @@
 //!   what would block, and every write, goes to a [`Driver`](crate::Driver)'s io_uring.
 //!   Sequential reads read ahead. [`OpenOptions::direct`] turns on direct I/O at any
 //!   alignment.
-//! - [`read`], [`read_to_string`] and [`write`]: whole files through the same paths; a
+//! - [`read`], [`read_to_string`] and [`write()`]: whole files through the same paths; a
 //!   read-only open whose path is in the kernel's caches is done on the calling task
 //!   (`openat2` with `RESOLVE_CACHED`), any other open on tokio's blocking pool.
 //!

@@ -175,7 +175,10 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
             kind: Kind::Native,
         },
         vecio(VECIO, &[]),
-        vecio(VECIO_NO_SANDBOX, &["--sandbox", "none", "--seccomp", "none"]),
+        vecio(
+            VECIO_NO_SANDBOX,
+            &["--sandbox", "none", "--seccomp", "none"],
+        ),
         vecio(VECIO_PER_SEGMENT, &["--max-pages", "1"]),
         vecio(VECIO_URING, &["--uring"]),
         vecio(

@@ -7,7 +7,7 @@
 //! and "after"), as `vecio ublk`, as rublk's loop target (a peer, built once with `cargo
 //! install` into the lab's cache) and through `vecio nbd` and the kernel's `nbd-client`; fio
 //! drives each with `O_DIRECT` at [`super::DEPTH`] in flight. It writes one JSON line per
-//! measurement ([`parse`]); the host reads them back from the lab's results directory.
+//! measurement (`parse`); the host reads them back from the lab's results directory.
 
 mod checkout;
 pub(crate) mod parse;
