@@ -11,6 +11,8 @@ use common::{scratch_dir, vecio};
 
 use std::process::Command;
 
+use vecio_testkit::Peers;
+
 /// Why fio cannot be the NBD client here, if it cannot.
 fn fio_missing() -> Option<&'static str> {
     match Command::new("fio").arg("--enghelp=nbd").output() {
@@ -20,8 +22,9 @@ fn fio_missing() -> Option<&'static str> {
     }
 }
 
-fn installed(program: &str) -> bool {
-    Command::new(program).arg("--version").output().is_ok()
+/// The peers the bench runs by default: the chroot's where it is built, else the host's.
+fn default_peers() -> Peers {
+    Peers::chroot().unwrap_or_else(Peers::host)
 }
 
 /// Processes whose command line mentions `needle`.
@@ -80,17 +83,41 @@ fn bench_loop_measures_every_server_and_job() {
     let text = std::fs::read_to_string(dir.path().join("l.json")).unwrap();
     let j: serde_json::Value = serde_json::from_str(&text).unwrap();
     let skipped = j["skipped"].as_array().unwrap();
+    let peers = default_peers();
+    // The report says where the peer servers came from, and their versions say so too.
+    let named = j["peers"].as_str().unwrap();
+    assert!(
+        named.starts_with(&peers.name()),
+        "{named} vs {}",
+        peers.name()
+    );
+    assert!(stdout.contains("peer servers: "), "{stdout}");
     let mut subjects = vec!["VecioDirect", "VecioBuffered", "FioDirect"];
     for (subject, program) in [("QemuNbd", "qemu-nbd"), ("Nbdkit", "nbdkit")] {
         match skipped.iter().find(|s| s["subject"] == subject) {
             Some(s) => {
                 assert!(
-                    !installed(program),
-                    "{program} is installed but skipped: {s}"
+                    !peers.installed(program),
+                    "{program} is installed ({}) but skipped: {s}",
+                    peers.name()
                 );
                 println!("skipped {program}: {}", s["reason"]);
             }
-            None => subjects.push(subject),
+            None => {
+                let server = j["servers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["subject"] == subject)
+                    .unwrap();
+                let version = server["version"].as_str().unwrap();
+                assert_eq!(
+                    version.ends_with("(chroot)"),
+                    peers.is_chroot(),
+                    "{version}"
+                );
+                subjects.push(subject)
+            }
         }
     }
     check_tls_rows(&j["tls"], &stdout);
@@ -175,6 +202,39 @@ fn bench_loop_refuses_a_tiny_image() {
     assert!(
         stderr.contains("--size") || stderr.contains("fio"),
         "{stderr}"
+    );
+}
+
+/// A `--peers-root` that is no built chroot fails at once, naming it and what to run.
+#[test]
+fn bench_loop_names_a_peers_root_that_is_not_built() {
+    let dir = scratch_dir("vecio-loop-peers-");
+    let missing = dir.path().join("no-chroot-here");
+    let out = vecio(
+        dir.path(),
+        &[
+            "bench",
+            "loop",
+            "--size",
+            "8M",
+            "--peers-root",
+            missing.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if fio_missing().is_some() {
+        // The check for fio comes first; either way nothing runs.
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(
+        stderr.contains("--peers-root") && stderr.contains("scripts/peers build"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "nothing measured, nothing left"
     );
 }
 

@@ -1,11 +1,13 @@
 //! Facts about the machine vecio runs on, shared by `vecio info` and the bench: the kernel, the
 //! mounts and the filesystem and block device behind a path ([`system`], [`fs`]), the page
-//! cache ([`pagecache`]), and the plain-text tables both print ([`table`]).
+//! cache ([`pagecache`]), the NBD and FUSE peers installed on the host or in the trixie chroot
+//! ([`peers`]), and the plain-text tables both print ([`table`]).
 
 #![warn(missing_docs)]
 
 pub mod fs;
 pub mod pagecache;
+pub mod peers;
 pub mod system;
 pub mod table;
 

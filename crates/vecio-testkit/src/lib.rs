@@ -11,14 +11,14 @@
 
 pub mod certs;
 pub mod netns;
-pub mod peers;
 mod process;
 mod smallfs;
 
 pub use netns::Netns;
-pub use peers::Peers;
 pub use process::{descriptors, rss_kib};
 pub use smallfs::SmallFs;
+/// The peers to test against: the host's, and the trixie chroot's (`vecio_host::peers`).
+pub use vecio_host::peers::{self, Peers};
 
 use std::time::{Duration, Instant};
 

@@ -51,7 +51,7 @@ impl ServerProcess {
     /// `socket` accepts a connection. The probe connection is closed at once, before any
     /// handshake. Fails, with the end of the log, if the process exits or never listens.
     pub fn start(mut cmd: Command, socket: &Path, log: &Path) -> Result<ServerProcess> {
-        let name = cmd.get_program().to_string_lossy().into_owned();
+        let name = program_name(&cmd);
         let out = File::options()
             .create(true)
             .append(true)
@@ -194,6 +194,18 @@ fn wait4(pid: libc::pid_t, nohang: bool) -> io::Result<Option<Usage>> {
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
+    }
+}
+
+/// The program `cmd` runs, for messages: its own, or for a chroot peer (`bash -c SCRIPT peers
+/// run ... -- PROG ARGS`) the one after `--`.
+fn program_name(cmd: &Command) -> String {
+    let mut args = cmd.get_args().skip_while(|a| *a != "--");
+    match (args.next(), args.next()) {
+        (Some(_), Some(prog)) if cmd.get_program() == "bash" => {
+            format!("{} (chroot)", prog.to_string_lossy())
+        }
+        _ => cmd.get_program().to_string_lossy().into_owned(),
     }
 }
 

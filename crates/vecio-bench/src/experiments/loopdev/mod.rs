@@ -20,7 +20,7 @@ mod subjects;
 pub mod tls;
 mod view;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -37,9 +37,10 @@ use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::server::{find_program, ServerProcess};
+use crate::harness::server::ServerProcess;
 use crate::harness::stats::{median, paired_median, Summary};
 use vecio_host::pagecache::{self, CacheSnapshot};
+use vecio_host::peers::Peers;
 
 pub use subjects::{Job, Subject};
 
@@ -71,6 +72,34 @@ pub struct LoopOptions {
     /// and qemu.
     #[arg(long)]
     pub lab: bool,
+    /// Where qemu-nbd and nbdkit come from: DIR, a Debian trixie chroot built by
+    /// `scripts/peers build` (today's qemu-nbd 10 and nbdkit 1.42), or `host` for the host's
+    /// own. Default: $VECIO_PEERS_ROOT or /var/cache/vecio-peers/trixie when it is built
+    /// (and the bench is root), else the host's, saying why.
+    #[arg(long, value_name = "DIR|host")]
+    pub peers_root: Option<PathBuf>,
+}
+
+/// The peers `opts` asks for, and a line saying which and why: `--peers-root host`, the
+/// chroot `--peers-root` names (an error if it cannot be used), or by default the chroot
+/// where it is built, else the host's with the reason.
+pub fn peer_set(opts: &LoopOptions) -> Result<(Peers, String)> {
+    match opts.peers_root.as_deref() {
+        Some(p) if p == Path::new("host") => Ok((Peers::host(), "host (--peers-root host)".into())),
+        Some(root) => {
+            let peers = Peers::chroot_at(root)
+                .map_err(|why| anyhow::anyhow!("--peers-root {}: {why}", root.display()))?;
+            let name = peers.name();
+            Ok((peers, name))
+        }
+        None => Ok(match Peers::default_chroot() {
+            Ok(peers) => {
+                let name = peers.name();
+                (peers, name)
+            }
+            Err(why) => (Peers::host(), format!("host (no chroot peers: {why})")),
+        }),
+    }
 }
 
 /// The experiment.
@@ -235,6 +264,9 @@ pub struct LoopReport {
     pub depth: u32,
     /// The machine's memory (`MemTotal:`), bytes.
     pub mem_total: u64,
+    /// Where the peer servers came from ("host", or "chroot DIR"), and why.
+    #[serde(default)]
+    pub peers: String,
     /// The servers measured.
     pub servers: Vec<ServerInfo>,
     /// Subjects left out.
@@ -291,6 +323,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     } else {
         None
     };
+    let (peers, peers_note) = peer_set(opts)?;
     let scratch = prepare_image(opts)?;
     let image = scratch.path().to_path_buf();
     let size = opts.size.min(scratch.len()) / (1 << 20) * (1 << 20);
@@ -299,6 +332,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
         .context("creating a temporary directory for the sockets")?;
     let mut lab = Lab {
         vecio,
+        peers: &peers,
         image: &image,
         dir: sockets.path(),
         disk: DiskProbe::for_path(&image),
@@ -306,7 +340,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     };
     let (servers, skipped) = lab.check_servers()?;
     let cells = lab.measure_table(&servers, size, opts)?;
-    let tls = tls::run(opts, vecio, &scratch, sockets.path())?;
+    let tls = tls::run(opts, vecio, &peers, &scratch, sockets.path())?;
     let lab = match &checkout {
         Some(c) => Some(lab::run(c, opts)?),
         None => None,
@@ -318,6 +352,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
         repeat: opts.common.repeat,
         depth: DEPTH,
         mem_total: pagecache::meminfo_bytes("MemTotal").unwrap_or(0),
+        peers: peers_note,
         servers,
         skipped,
         cells,
@@ -339,9 +374,10 @@ fn prepare_image(opts: &LoopOptions) -> Result<ScratchFile> {
     )
 }
 
-/// Where the servers run: the image, the socket directory, the vecio binary.
+/// Where the servers run: the image, the socket directory, the vecio binary, the peers.
 struct Lab<'a> {
     vecio: &'a Path,
+    peers: &'a Peers,
     image: &'a Path,
     dir: &'a Path,
     /// The block device under the image.
@@ -358,7 +394,7 @@ impl Lab<'_> {
         let socket = self
             .dir
             .join(format!("{}-{}.sock", subject.key(), self.started));
-        let Some(cmd) = subject.command(self.vecio, self.image, &socket, tls) else {
+        let Some(cmd) = subject.command(self.vecio, self.peers, self.image, &socket, tls) else {
             return Ok(None);
         };
         let log = self.dir.join(format!("{}.log", subject.key()));
@@ -376,10 +412,14 @@ impl Lab<'_> {
                 continue;
             }
             let peer = subject.peer_program();
-            if let Some(p) = peer.filter(|p| find_program(p).is_none()) {
+            if let Some(p) = peer.filter(|p| !self.peers.installed(p)) {
                 skipped.push(Skipped {
                     subject,
-                    reason: format!("{p} is not installed (scripts/setup installs it)"),
+                    reason: format!(
+                        "{p} is not installed in the {} peers (scripts/setup or scripts/peers \
+                         installs it)",
+                        self.peers.name()
+                    ),
                 });
                 continue;
             }
@@ -402,18 +442,24 @@ impl Lab<'_> {
         Ok((servers, skipped))
     }
 
-    /// The first line of `subject --version`.
+    /// The first line of `subject --version` (a peer's run from its set, named "(chroot)"
+    /// when it comes from one).
     fn version(&self, subject: Subject) -> String {
-        let program = subject
-            .peer_program()
-            .map_or(self.vecio.as_os_str(), std::ffi::OsStr::new);
-        Command::new(program)
-            .arg("--version")
+        let mut cmd = match subject.peer_program() {
+            Some(p) => self.peers.command(p, self.dir),
+            None => Command::new(self.vecio),
+        };
+        let from = if subject.peer_program().is_some() && self.peers.is_chroot() {
+            " (chroot)"
+        } else {
+            ""
+        };
+        cmd.arg("--version")
             .output()
             .ok()
             .and_then(|o| {
                 let text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.lines().next().map(|l| l.trim().to_string())
+                text.lines().next().map(|l| format!("{}{from}", l.trim()))
             })
             .unwrap_or_else(|| "unknown".into())
     }
@@ -542,5 +588,32 @@ fn sample(r: &FioResult, growth: pagecache::CacheGrowth, usage: Option<Usage>) -
         cached_growth: growth.system_cached,
         image_growth_pct: pct(growth.file_resident),
         cached_growth_pct: pct(growth.system_cached),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        loop_: LoopOptions,
+    }
+
+    fn options(args: &[&str]) -> LoopOptions {
+        Cli::parse_from(std::iter::once("loop").chain(args.iter().copied())).loop_
+    }
+
+    #[test]
+    fn peers_root_host_is_the_hosts_and_a_bad_directory_is_an_error() {
+        let (peers, why) = peer_set(&options(&["--peers-root", "host"])).unwrap();
+        assert!(!peers.is_chroot());
+        assert_eq!(why, "host (--peers-root host)");
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().to_str().unwrap();
+        let e = peer_set(&options(&["--peers-root", dir])).unwrap_err();
+        assert!(format!("{e:#}").contains("scripts/peers build"), "{e:#}");
     }
 }

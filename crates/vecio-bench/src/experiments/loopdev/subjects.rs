@@ -6,6 +6,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::fio::FioRw;
+use vecio_host::peers::Peers;
 
 /// What serves the image: a server process, or fio on the file itself.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,7 +17,8 @@ pub enum Subject {
     VecioBuffered,
     /// `qemu-nbd --cache=none --aio=io_uring`.
     QemuNbd,
-    /// nbdkit's file plugin with its default (page-cache) behaviour.
+    /// nbdkit's file plugin with `cache=none` (it evicts what it read or wrote from the page
+    /// cache).
     Nbdkit,
     /// fio's own `io_uring` engine with `O_DIRECT` on the file: the device's limit.
     FioDirect,
@@ -38,7 +40,7 @@ impl Subject {
             Subject::VecioDirect => "vecio nbd none+uring",
             Subject::VecioBuffered => "vecio nbd writeback+uring",
             Subject::QemuNbd => "qemu-nbd none+io_uring",
-            Subject::Nbdkit => "nbdkit file",
+            Subject::Nbdkit => "nbdkit file cache=none",
             Subject::FioDirect => "fio io_uring direct (limit)",
         }
     }
@@ -55,7 +57,7 @@ impl Subject {
     }
 
     /// The peer program it needs from `PATH`, for the peers.
-    pub(super) fn peer_program(self) -> Option<&'static str> {
+    pub fn peer_program(self) -> Option<&'static str> {
         match self {
             Subject::QemuNbd => Some("qemu-nbd"),
             Subject::Nbdkit => Some("nbdkit"),
@@ -63,15 +65,27 @@ impl Subject {
         }
     }
 
-    /// The command serving `image` on `socket`; `None` for fio on the file. With `tls`, the
-    /// server requires TLS with the certificates in that directory (see [`Subject::tls_args`]).
+    /// The command serving `image` on `socket`; `None` for fio on the file. A peer comes from
+    /// `peers` (a chroot's sees the image's, the socket's and the certificates' directories
+    /// at their own paths). With `tls`, the server requires TLS with the certificates in that
+    /// directory (see [`Subject::tls_args`]).
     pub(super) fn command(
         self,
         vecio: &Path,
+        peers: &Peers,
         image: &Path,
         socket: &Path,
         tls: Option<&Path>,
     ) -> Option<Command> {
+        let peer = |prog: &str| {
+            let mut shares: Vec<&Path> = [image.parent(), socket.parent(), tls]
+                .into_iter()
+                .flatten()
+                .filter(|d| !d.starts_with("/dev"))
+                .collect();
+            shares.dedup();
+            peers.command_sharing(prog, &shares)
+        };
         let mut c = match self {
             Subject::VecioDirect | Subject::VecioBuffered => {
                 let mut c = Command::new(vecio);
@@ -85,7 +99,7 @@ impl Subject {
                 c
             }
             Subject::QemuNbd => {
-                let mut c = Command::new("qemu-nbd");
+                let mut c = peer("qemu-nbd");
                 c.args([
                     "--cache=none",
                     "--aio=io_uring",
@@ -96,7 +110,7 @@ impl Subject {
                 c
             }
             Subject::Nbdkit => {
-                let mut c = Command::new("nbdkit");
+                let mut c = peer("nbdkit");
                 c.args(["--foreground", "--exit-with-parent", "--unix"]);
                 c.arg(socket);
                 c
@@ -107,7 +121,10 @@ impl Subject {
             c.args(self.tls_args(dir));
         }
         match self {
-            Subject::Nbdkit => c.arg("file").arg(format!("file={}", image.display())),
+            Subject::Nbdkit => c
+                .arg("file")
+                .arg(format!("file={}", image.display()))
+                .arg("cache=none"),
             _ => c.arg(image),
         };
         Some(c)

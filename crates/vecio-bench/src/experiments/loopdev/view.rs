@@ -45,8 +45,25 @@ impl View for LoopReport {
         )];
         extra.extend(tls::view::setup_line(&l.tls));
         extra.extend(l.lab.as_ref().and_then(lab::view::setup_line));
-        let tools = ["fio", "libnbd", "qemu-nbd", "nbdkit"];
-        s.setup = lines(setup, &l.meta, extra, &tools);
+        if !l.peers.is_empty() {
+            let versions: Vec<String> = l
+                .servers
+                .iter()
+                .filter(|s| s.subject.peer_program().is_some())
+                .map(|s| s.version.clone())
+                .collect();
+            extra.push((
+                "peer servers".to_string(),
+                format!("{}: {}", l.peers, versions.join("; ")),
+            ));
+        }
+        // The host's qemu-nbd and nbdkit are named only when they are the ones measured.
+        let tools: &[&str] = if l.peers.starts_with("chroot") {
+            &["fio", "libnbd"]
+        } else {
+            &["fio", "libnbd", "qemu-nbd", "nbdkit"]
+        };
+        s.setup = lines(setup, &l.meta, extra, tools);
         s.tables.push(throughput(l));
         s.tables.push(cache(l));
         s.tables.push(beside_seed(l));
@@ -468,6 +485,7 @@ mod tests {
             repeat: 1,
             depth: 32,
             mem_total: 1 << 34,
+            peers: "host".into(),
             servers: Vec::new(),
             skipped: Vec::new(),
             cells,

@@ -32,9 +32,9 @@ use crate::harness::libnbd::{self, ClientRun, Endpoint};
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::server::find_program;
 use crate::harness::stats::{median, paired_median, Summary};
 use vecio_host::pagecache;
+use vecio_host::peers::Peers;
 
 pub use view::{MAX_COST, WANT_VS_QEMU};
 
@@ -190,9 +190,12 @@ impl TlsReport {
 
 /// Why the TLS rows cannot run here, if they cannot: qemu-nbd, openssl, nbdcopy or libnbd's
 /// Python binding is missing.
-pub fn tools_missing() -> Option<String> {
-    if find_program("qemu-nbd").is_none() {
-        return Some("qemu-nbd is not installed (scripts/setup installs it)".into());
+pub fn tools_missing(peers: &Peers) -> Option<String> {
+    if !peers.installed("qemu-nbd") {
+        return Some(format!(
+            "qemu-nbd is not installed in the {} peers (scripts/setup or scripts/peers installs it)",
+            peers.name()
+        ));
     }
     certs::openssl_missing().or_else(libnbd::clients_missing)
 }
@@ -201,7 +204,10 @@ pub fn tools_missing() -> Option<String> {
 /// where the table's image is larger, and about 1.5 s for the certificates and the idle
 /// starts. Zero when the rows cannot run here.
 pub fn estimate(opts: &LoopOptions) -> Duration {
-    if tools_missing().is_some() {
+    let Ok((peers, _)) = super::peer_set(opts) else {
+        return Duration::ZERO;
+    };
+    if tools_missing(&peers).is_some() {
         return Duration::ZERO;
     }
     let image = opts.size.min(TLS_IMAGE);
@@ -222,14 +228,16 @@ fn measure_estimate(runtime: Duration, image_len: u64, repeat: u32) -> Duration 
     Duration::from_secs_f64(per * f64::from(repeat))
 }
 
-/// Measures the TLS rows. `main` is the table's image, `dir` the run's socket directory.
+/// Measures the TLS rows. `main` is the table's image, `dir` the run's socket directory;
+/// qemu-nbd comes from `peers`.
 pub(super) fn run(
     opts: &LoopOptions,
     vecio: &Path,
+    peers: &Peers,
     main: &ScratchFile,
     dir: &Path,
 ) -> Result<TlsReport> {
-    if let Some(why) = tools_missing() {
+    if let Some(why) = tools_missing(peers) {
         return Ok(TlsReport::skipped(why));
     }
     let python = libnbd::python_with_nbd().context("python3 with libnbd's binding")?;
@@ -251,6 +259,7 @@ pub(super) fn run(
     let mut bench = Bench {
         lab: Lab {
             vecio,
+            peers,
             image: image.path(),
             dir: &dir,
             disk: None,
