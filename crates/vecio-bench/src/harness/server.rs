@@ -155,7 +155,7 @@ impl ServerProcess {
             }
             std::thread::sleep(POLL);
         }
-        tracing::warn!(server = %self.name, "no exit after SIGTERM; sending SIGKILL");
+        tracing::warn!(server = %self.name, socket = %self.socket.display(), "no exit after SIGTERM; sending SIGKILL");
         child.kill()?;
         loop {
             if let Some(usage) = wait4(pid, false)? {
