@@ -226,21 +226,33 @@ fn measure_tokio_fs(
     let m = std_open(files.medium.path(), false)?;
     let l = std_open(files.large.path(), true)?;
     let shared = Arc::new((files, m, l));
-    let outs = rt.block_on(async {
-        let hs: Vec<_> = (0..opts.tasks as u64)
-            .map(|s| tokio::spawn(task_tokio_fs(scenario, shared.clone(), s + 1, until)))
-            .collect();
-        let mut outs = Vec::new();
-        for h in hs {
-            outs.push(h.await.unwrap_or_default());
-        }
-        outs
-    });
-    let files = Arc::try_unwrap(shared)
+    let outs = rt.block_on(run_tasks(opts.tasks, |s| {
+        task_tokio_fs(scenario, shared.clone(), s, until)
+    }));
+    Ok((outs, unshare(shared)?))
+}
+
+/// Spawns `tasks` tasks (seeds 1, 2, ...) and collects what each returned (a task that
+/// panicked counts as one that read nothing).
+async fn run_tasks<F, Fut>(tasks: usize, mut task: F) -> Vec<TaskOut>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = TaskOut> + Send + 'static,
+{
+    let hs: Vec<_> = (1..=tasks as u64).map(|s| tokio::spawn(task(s))).collect();
+    let mut outs = Vec::new();
+    for h in hs {
+        outs.push(h.await.unwrap_or_default());
+    }
+    outs
+}
+
+/// The files back from the tasks, which have all ended.
+fn unshare<A, B>(shared: Arc<(Files, A, B)>) -> Result<Files> {
+    Ok(Arc::try_unwrap(shared)
         .ok()
         .context("files still shared")?
-        .0;
-    Ok((outs, files))
+        .0)
 }
 
 /// One measurement through one of the in-process paths.
@@ -290,18 +302,11 @@ fn measure_vecio(
         let m = driver.open(files.medium.path(), cached).await?;
         let l = driver.open(files.large.path(), direct).await?;
         let shared = Arc::new((files, m, l));
-        let hs: Vec<_> = (0..opts.tasks as u64)
-            .map(|s| tokio::spawn(task_vecio(scenario, shared.clone(), s + 1, until)))
-            .collect();
-        let mut outs = Vec::new();
-        for h in hs {
-            outs.push(h.await.unwrap_or_default());
-        }
-        let files = Arc::try_unwrap(shared)
-            .ok()
-            .context("files still shared")?
-            .0;
-        anyhow::Ok((outs, files))
+        let outs = run_tasks(opts.tasks, |s| {
+            task_vecio(scenario, shared.clone(), s, until)
+        })
+        .await;
+        anyhow::Ok((outs, unshare(shared)?))
     })
 }
 
@@ -356,6 +361,19 @@ fn fio_job(large: &ScratchFile, opts: &TokioOptions) -> FioJob {
     job
 }
 
+/// One fio run on the O_DIRECT file, its MiB/s added to `fio`; after a failure, none.
+fn fio_once(fio: &mut FioCell, large: &ScratchFile, opts: &TokioOptions) -> Result<()> {
+    if fio.error.is_some() {
+        return Ok(());
+    }
+    pagecache::evict(large.path())?;
+    match fio_job(large, opts).run() {
+        Ok(r) => fio.mib_s.push(r.read_mb_s * 1e6 / (1 << 20) as f64),
+        Err(e) => fio.error = Some(format!("{e:#}")),
+    }
+    Ok(())
+}
+
 /// Runs every cell `repeat` times, the paths one after the other in each repetition (so the
 /// ratios between them pair up), fio after them on the O_DIRECT file; then `--http`.
 pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
@@ -392,28 +410,23 @@ pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
                 if scenario != "cached" {
                     pagecache::evict(files.large.path())?;
                 }
-                if let Ok(bin) = &helper {
-                    if path == io_uring_path::PATH {
+                match (path, &helper) {
+                    // The helper's path: a failure is its row's note, not the run's end.
+                    (io_uring_path::PATH, Ok(bin)) => {
                         match io_uring_path::measure(bin, scenario, &files, opts) {
                             Ok(s) => runs[i].push(s),
                             Err(why) => notes[i] = Some(why),
                         }
-                        continue;
+                    }
+                    _ => {
+                        let (sample, f) = measure(&rt, scenario, path, files, opts)?;
+                        files = f;
+                        runs[i].push(sample);
                     }
                 }
-                let (sample, f) = measure(&rt, scenario, path, files, opts)?;
-                files = f;
-                runs[i].push(sample);
             }
-            if let Some(fio) = fio
-                .as_mut()
-                .filter(|f| scenario == "direct" && f.error.is_none())
-            {
-                pagecache::evict(files.large.path())?;
-                match fio_job(&files.large, opts).run() {
-                    Ok(r) => fio.mib_s.push(r.read_mb_s * 1e6 / (1 << 20) as f64),
-                    Err(e) => fio.error = Some(format!("{e:#}")),
-                }
+            if let Some(fio) = fio.as_mut().filter(|_| scenario == "direct") {
+                fio_once(fio, &files.large, opts)?;
             }
         }
         for (i, path) in PATHS.into_iter().enumerate() {
