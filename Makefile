@@ -7,8 +7,10 @@ CARGO ?= cargo
 setup:
 	bash scripts/setup
 
+# The binaries, and vecio-tokio's example server (`vecio bench tokio --http` runs it).
 build:
 	$(CARGO) build --release
+	$(CARGO) build --release -p vecio-tokio --example serve
 
 # The style gate (part of `make test`): rustfmt's layout, clippy and rustdoc with -D warnings.
 lint:

@@ -1,6 +1,6 @@
-//! A server measured as a separate process: start it on a Unix socket, wait until the socket
-//! accepts connections, stop it (SIGTERM, then SIGKILL) and collect what the whole process
-//! consumed from `wait4(2)`.
+//! A server measured as a separate process: start it on a Unix socket (or on a TCP port it
+//! announces), wait until it accepts connections, stop it (SIGTERM, then SIGKILL) and collect
+//! what the whole process consumed from `wait4(2)`.
 //!
 //! `wait4`'s `rusage` covers every thread the process ever had, including the per-connection
 //! threads that exit when a client disconnects; `/proc/PID/task/*/status` forgets those, so a
@@ -12,6 +12,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -50,7 +51,30 @@ impl ServerProcess {
     /// Starts `cmd` with its output appended to `log` and waits (up to [`START_TIMEOUT`]) until
     /// `socket` accepts a connection. The probe connection is closed at once, before any
     /// handshake. Fails, with the end of the log, if the process exits or never listens.
-    pub fn start(mut cmd: Command, socket: &Path, log: &Path) -> Result<ServerProcess> {
+    pub fn start(cmd: Command, socket: &Path, log: &Path) -> Result<ServerProcess> {
+        let mut server = ServerProcess::spawn(cmd, socket, log)?;
+        let probe = socket.to_path_buf();
+        server.wait_until(&format!("listen on {}", socket.display()), || {
+            UnixStream::connect(&probe).is_ok().then_some(())
+        })?;
+        Ok(server)
+    }
+
+    /// Starts `cmd`, a server told to listen on a TCP port of its choice (port 0), and waits
+    /// (up to [`START_TIMEOUT`]) until it prints `listening on ADDR` to its standard output and
+    /// ADDR accepts a connection. Returns the server and ADDR. Fails, with the end of the log, if
+    /// the process exits (a port in use, a bad argument) or never listens.
+    pub fn start_tcp(cmd: Command, log: &Path) -> Result<(ServerProcess, SocketAddr)> {
+        let mut server = ServerProcess::spawn(cmd, Path::new(""), log)?;
+        let log = log.to_path_buf();
+        let addr = server.wait_until("announce a TCP address", || {
+            announced(&log).filter(|a| TcpStream::connect(a).is_ok())
+        })?;
+        Ok((server, addr))
+    }
+
+    /// Spawns `cmd` with its output appended to `log`, tracked for clean-up.
+    fn spawn(mut cmd: Command, socket: &Path, log: &Path) -> Result<ServerProcess> {
         let name = program_name(&cmd);
         let out = File::options()
             .create(true)
@@ -64,25 +88,23 @@ impl ServerProcess {
             .spawn()
             .with_context(|| format!("cannot start {name}"))?;
         let tracked = crate::harness::cleanup::track_child(child.id());
-        // From here on, dropping `server` stops the process, whatever goes wrong.
-        let mut server = ServerProcess {
+        // From here on, dropping the server stops the process, whatever goes wrong.
+        Ok(ServerProcess {
             child: Some(child),
             name,
             socket: socket.to_path_buf(),
             log: log.to_path_buf(),
             _tracked: tracked,
-        };
-        server.wait_listening()?;
-        Ok(server)
+        })
     }
 
-    /// Polls until the socket accepts a connection or the process exits.
-    fn wait_listening(&mut self) -> Result<()> {
+    /// Polls `ready` until it gives a value, the process exits or [`START_TIMEOUT`] passes;
+    /// `what` names what the server was to do, for the error.
+    fn wait_until<T>(&mut self, what: &str, mut ready: impl FnMut() -> Option<T>) -> Result<T> {
         let start = Instant::now();
         loop {
-            if let Ok(probe) = UnixStream::connect(&self.socket) {
-                drop(probe);
-                return Ok(());
+            if let Some(v) = ready() {
+                return Ok(v);
             }
             let exited = match &mut self.child {
                 Some(c) => c.try_wait().context("waiting for the server")?,
@@ -91,17 +113,15 @@ impl ServerProcess {
             if let Some(status) = exited {
                 self.child = None;
                 bail!(
-                    "{} exited ({status}) before listening on {}: {}",
+                    "{} exited ({status}) before it could {what}: {}",
                     self.name,
-                    self.socket.display(),
                     log_tail(&self.log)
                 );
             }
             if start.elapsed() > START_TIMEOUT {
                 bail!(
-                    "{} did not listen on {} within {:?}: {}",
+                    "{} did not {what} within {:?}: {}",
                     self.name,
-                    self.socket.display(),
                     START_TIMEOUT,
                     log_tail(&self.log)
                 );
@@ -115,7 +135,8 @@ impl ServerProcess {
         self.child.as_ref().map(Child::id)
     }
 
-    /// The socket the server listens on.
+    /// The socket the server listens on (empty for a server started with
+    /// [`ServerProcess::start_tcp`]).
     pub fn socket(&self) -> &Path {
         &self.socket
     }
@@ -207,6 +228,15 @@ fn program_name(cmd: &Command) -> String {
         }
         _ => cmd.get_program().to_string_lossy().into_owned(),
     }
+}
+
+/// The address of the first `listening on ADDR` line of a server's log, if it has one yet.
+fn announced(log: &Path) -> Option<SocketAddr> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines().find_map(|l| {
+        let rest = l.split("listening on ").nth(1)?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
 }
 
 /// The last lines of a server's log, on one line, for an error message.

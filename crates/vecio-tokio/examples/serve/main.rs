@@ -75,6 +75,13 @@ fn main() -> std::io::Result<()> {
         };
         let listener = tokio::net::TcpListener::bind(a.addr).await?;
         println!("listening on {} (via {})", listener.local_addr()?, a.via);
+        // TCP_NODELAY on every connection, for both servers: a body sent after its headers
+        // in a second write (ServeDir's stream) would otherwise wait for the client's delayed
+        // ACK (40 ms), and the comparison would measure Nagle's algorithm, not the files.
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, app).await
     })
 }

@@ -3,8 +3,11 @@
 //! 16 KiB reads, 32 tasks in flight in a multi-threaded tokio runtime, over (a) a mostly
 //! cached file, (b) a large file opened O_DIRECT, (c) the 73/18/9 mix of `bench nowait`
 //! (cached random / uncached random / sequential), through `tokio::fs` style (`spawn_blocking`
-//! with `pread`, as `tokio::fs` does), through vecio-tokio, and through tokio-uring (its own
-//! single-threaded io_uring runtime) for comparison.
+//! with `pread`, as `tokio::fs` does), through vecio-tokio, through tokio-uring (its own
+//! single-threaded io_uring runtime), and through `tokio::fs` on tokio's own unstable io_uring
+//! driver (a helper process, [`io_uring_path`]), with fio's io_uring engine on the O_DIRECT file
+//! as the device's ceiling. `--http` adds the same adapter in a real service: the example static
+//! file server through vecio_tokio::fs against tower-http's ServeDir, loaded by wrk ([`http`]).
 
 use std::time::Duration;
 
@@ -14,10 +17,12 @@ use clap::Args;
 use crate::experiment::options::{parse_count, parse_size, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed};
 
+pub mod http;
+pub mod io_uring_path;
 mod run;
 mod uring_path;
 mod view;
-pub use run::{run, Cell, TokioReport};
+pub use run::{run, Cell, FioCell, TokioReport};
 
 /// Bytes per read.
 pub const READ: usize = 16 * 1024;
@@ -41,6 +46,12 @@ pub struct TokioOptions {
     /// multi-threaded one (tokio-uring always runs its own single thread).
     #[arg(long)]
     pub current_thread: bool,
+    /// Do not run fio's io_uring engine on the O_DIRECT file (the device's ceiling).
+    #[arg(long)]
+    pub no_fio: bool,
+    /// The HTTP measurement (`--http` and its settings).
+    #[command(flatten)]
+    pub http: http::HttpOptions,
 }
 
 /// The experiment.
@@ -69,16 +80,23 @@ impl Experiment for Tokio {
         o.large = p.size(256 << 20, 1 << 30);
         o.common.runtime = p.runtime(0.5, 3.0);
         o.common.repeat = p.repeat(1, 3);
+        o.no_fio = p.no_fio;
     }
 
-    /// Six measurements and 0.3 s of set-up each per repetition (the estimate `bench all` has
-    /// used since the experiment came), and the fill of the two files.
+    /// Four paths by three files plus fio, 0.3 s of set-up each per repetition, the fill of
+    /// the two files, and the HTTP measurement when asked for.
     fn estimate(o: &TokioOptions) -> Duration {
-        let cells = (6 * o.common.repeat) as f64 * (o.common.runtime.as_secs_f64() + 0.3);
-        Duration::from_secs_f64(cells + (o.medium + o.large) as f64 / 400e6)
+        let cells = (13 * o.common.repeat) as f64 * (o.common.runtime.as_secs_f64() + 0.3);
+        let fill = (o.medium + o.large) as f64 / 400e6;
+        let http = if o.http.http {
+            http::estimate(&o.http, &o.common)
+        } else {
+            Duration::ZERO
+        };
+        Duration::from_secs_f64(cells + fill) + http
     }
 
-    fn run(opts: &TokioOptions, _env: &Env) -> Result<TokioReport> {
-        run(opts)
+    fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
+        run(opts, env)
     }
 }

@@ -1,4 +1,5 @@
-//! Measuring one cell: `tasks` tokio tasks each reading 16 KiB at a time for `runtime`.
+//! Measuring the cells: `tasks` tokio tasks each reading 16 KiB at a time for `runtime`, per
+//! file and path, repetition after repetition; fio beside the O_DIRECT file.
 
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
-use super::{TokioOptions, READ};
+use super::{io_uring_path, TokioOptions, READ};
+use crate::experiment::Env;
+use crate::harness::fio::{FioEngine, FioJob, FioRw};
 use crate::harness::meta::RunMeta;
 use crate::harness::scratch::ScratchFile;
 use vecio_host::pagecache;
@@ -20,9 +23,9 @@ use vecio_host::pagecache;
 pub struct Cell {
     /// cached, direct or mix.
     pub scenario: String,
-    /// tokio::fs, vecio-tokio or tokio-uring.
+    /// tokio::fs, vecio-tokio, tokio-uring or tokio::fs+io_uring.
     pub path: String,
-    /// MiB/s per run.
+    /// MiB/s per repetition, in the order they ran (paired with the other paths' and fio's).
     pub mib_s: Vec<f64>,
     /// p50 / p99 / p99.9 / mean latency (µs) of the median run.
     pub p50_us: f64,
@@ -32,6 +35,37 @@ pub struct Cell {
     pub p999_us: f64,
     /// Mean latency (µs).
     pub mean_us: f64,
+    /// Why the cell has no figures (a path that cannot run here, reads that failed).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// fio's io_uring engine on the O_DIRECT file: the device's ceiling for the same reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FioCell {
+    /// MiB/s per repetition, in the order they ran.
+    pub mib_s: Vec<f64>,
+    /// Block size (bytes).
+    pub bs: u64,
+    /// Requests in flight (`--iodepth`), the number of tasks of the other paths.
+    pub iodepth: u32,
+    /// Why fio has no figures.
+    pub error: Option<String>,
+}
+
+/// What one measurement found.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Sample {
+    /// MiB/s.
+    pub(super) mib_s: f64,
+    /// Median latency (µs).
+    pub(super) p50_us: f64,
+    /// 99th percentile (µs).
+    pub(super) p99_us: f64,
+    /// 99.9th percentile (µs).
+    pub(super) p999_us: f64,
+    /// Mean latency (µs).
+    pub(super) mean_us: f64,
 }
 
 /// Every cell of a run, and how it ran (absent from runs recorded before they were kept).
@@ -60,6 +94,12 @@ pub struct TokioReport {
     pub current_thread: bool,
     /// Cells.
     pub cells: Vec<Cell>,
+    /// fio on the O_DIRECT file (absent with `--no-fio` and in runs recorded before it came).
+    #[serde(default)]
+    pub fio: Option<FioCell>,
+    /// The HTTP measurement (`--http`).
+    #[serde(default)]
+    pub http: Option<super::http::HttpReport>,
 }
 
 /// Files of a run: the cached file, the large file.
@@ -186,34 +226,43 @@ fn measure_tokio_fs(
     let m = std_open(files.medium.path(), false)?;
     let l = std_open(files.large.path(), true)?;
     let shared = Arc::new((files, m, l));
-    let outs = rt.block_on(async {
-        let hs: Vec<_> = (0..opts.tasks as u64)
-            .map(|s| tokio::spawn(task_tokio_fs(scenario, shared.clone(), s + 1, until)))
-            .collect();
-        let mut outs = Vec::new();
-        for h in hs {
-            outs.push(h.await.unwrap_or_default());
-        }
-        outs
-    });
-    let files = Arc::try_unwrap(shared)
-        .ok()
-        .context("files still shared")?
-        .0;
-    Ok((outs, files))
+    let outs = rt.block_on(run_tasks(opts.tasks, |s| {
+        task_tokio_fs(scenario, shared.clone(), s, until)
+    }));
+    Ok((outs, unshare(shared)?))
 }
 
-/// One measurement: (MiB/s, sorted latencies in ns).
+/// Spawns `tasks` tasks (seeds 1, 2, ...) and collects what each returned (a task that
+/// panicked counts as one that read nothing).
+async fn run_tasks<F, Fut>(tasks: usize, mut task: F) -> Vec<TaskOut>
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = TaskOut> + Send + 'static,
+{
+    let hs: Vec<_> = (1..=tasks as u64).map(|s| tokio::spawn(task(s))).collect();
+    let mut outs = Vec::new();
+    for h in hs {
+        outs.push(h.await.unwrap_or_default());
+    }
+    outs
+}
+
+/// The files back from the tasks, which have all ended.
+fn unshare<A, B>(shared: Arc<(Files, A, B)>) -> Result<Files> {
+    Ok(Arc::try_unwrap(shared)
+        .ok()
+        .context("files still shared")?
+        .0)
+}
+
+/// One measurement through one of the in-process paths.
 fn measure(
     rt: &tokio::runtime::Runtime,
     scenario: &'static str,
     path: &'static str,
     files: Files,
     opts: &TokioOptions,
-) -> Result<(f64, Vec<u64>, Files)> {
-    if scenario != "cached" {
-        pagecache::evict(files.large.path())?;
-    }
+) -> Result<(Sample, Files)> {
     let until = Instant::now() + opts.common.runtime;
     let start = Instant::now();
     let (outs, files) = if path == "tokio-uring" {
@@ -221,37 +270,57 @@ fn measure(
     } else if path == "tokio::fs" {
         measure_tokio_fs(rt, scenario, files, opts, until)?
     } else {
-        let (outs, files) = rt.block_on(async {
-            let driver = vecio_tokio::Driver::new(EngineKind::Uring.build()?)?;
-            let cached = vecio::File::options().read(true).direct(Direct::Off);
-            let direct = vecio::File::options().read(true).direct(Direct::On);
-            let m = driver.open(files.medium.path(), cached).await?;
-            let l = driver.open(files.large.path(), direct).await?;
-            let shared = Arc::new((files, m, l));
-            let hs: Vec<_> = (0..opts.tasks as u64)
-                .map(|s| tokio::spawn(task_vecio(scenario, shared.clone(), s + 1, until)))
-                .collect();
-            let mut outs = Vec::new();
-            for h in hs {
-                outs.push(h.await.unwrap_or_default());
-            }
-            let files = Arc::try_unwrap(shared)
-                .ok()
-                .context("files still shared")?
-                .0;
-            anyhow::Ok((outs, files))
-        })?;
-        (outs, files)
+        measure_vecio(rt, scenario, files, opts, until)?
     };
     let secs = start.elapsed().as_secs_f64();
     let bytes: u64 = outs.iter().map(|o| o.1).sum();
     let mut lat: Vec<u64> = outs.into_iter().flat_map(|o| o.0).collect();
     lat.sort_unstable();
-    Ok((bytes as f64 / secs / (1 << 20) as f64, lat, files))
+    let mean = lat.iter().sum::<u64>() as f64 / lat.len().max(1) as f64 / 1000.0;
+    let sample = Sample {
+        mib_s: bytes as f64 / secs / (1 << 20) as f64,
+        p50_us: pct(&lat, 0.5),
+        p99_us: pct(&lat, 0.99),
+        p999_us: pct(&lat, 0.999),
+        mean_us: mean,
+    };
+    Ok((sample, files))
 }
 
-/// The three ways of reading: tokio::fs style, vecio-tokio, tokio-uring.
-const PATHS: [&str; 3] = ["tokio::fs", "vecio-tokio", "tokio-uring"];
+/// The vecio-tokio path: its own driver over io_uring, the large file O_DIRECT.
+fn measure_vecio(
+    rt: &tokio::runtime::Runtime,
+    scenario: &'static str,
+    files: Files,
+    opts: &TokioOptions,
+    until: Instant,
+) -> Result<(Vec<TaskOut>, Files)> {
+    rt.block_on(async {
+        let driver = vecio_tokio::Driver::new(EngineKind::Uring.build()?)?;
+        let cached = vecio::File::options().read(true).direct(Direct::Off);
+        let direct = vecio::File::options().read(true).direct(Direct::On);
+        let m = driver.open(files.medium.path(), cached).await?;
+        let l = driver.open(files.large.path(), direct).await?;
+        let shared = Arc::new((files, m, l));
+        let outs = run_tasks(opts.tasks, |s| {
+            task_vecio(scenario, shared.clone(), s, until)
+        })
+        .await;
+        anyhow::Ok((outs, unshare(shared)?))
+    })
+}
+
+/// The four ways of reading: tokio::fs style, vecio-tokio, tokio-uring, tokio::fs on tokio's
+/// io_uring driver.
+pub(super) const PATHS: [&str; 4] = [
+    "tokio::fs",
+    "vecio-tokio",
+    "tokio-uring",
+    io_uring_path::PATH,
+];
+
+/// The three files: mostly cached, O_DIRECT, and the 73/18/9 mix of the two.
+const SCENARIOS: [&str; 3] = ["cached", "direct", "mix"];
 
 fn pct(lat: &[u64], p: f64) -> f64 {
     if lat.is_empty() {
@@ -261,8 +330,53 @@ fn pct(lat: &[u64], p: f64) -> f64 {
     lat[i] as f64 / 1000.0
 }
 
-/// Runs every cell `repeat` times.
-pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
+/// A cell from its repetitions: MiB/s of each in order, latencies of the median one.
+fn cell(scenario: &str, path: &str, runs: &[Sample], note: Option<String>) -> Cell {
+    let mut by_bw: Vec<&Sample> = runs.iter().collect();
+    by_bw.sort_by(|a, b| a.mib_s.total_cmp(&b.mib_s));
+    let mid = by_bw
+        .get(by_bw.len() / 2)
+        .copied()
+        .copied()
+        .unwrap_or_default();
+    Cell {
+        scenario: scenario.to_string(),
+        path: path.to_string(),
+        mib_s: runs.iter().map(|r| r.mib_s).collect(),
+        p50_us: mid.p50_us,
+        p99_us: mid.p99_us,
+        p999_us: mid.p999_us,
+        mean_us: mid.mean_us,
+        note,
+    }
+}
+
+/// fio's io_uring engine: random 16 KiB reads of the large file, O_DIRECT, `tasks` in flight.
+fn fio_job(large: &ScratchFile, opts: &TokioOptions) -> FioJob {
+    let mut job = FioJob::new(large.path(), FioRw::RandRead, READ as u64, large.len());
+    job.runtime_s = opts.common.runtime.as_secs_f64();
+    job.ioengine = FioEngine::IoUring;
+    job.iodepth = opts.tasks as u32;
+    job.direct = true;
+    job
+}
+
+/// One fio run on the O_DIRECT file, its MiB/s added to `fio`; after a failure, none.
+fn fio_once(fio: &mut FioCell, large: &ScratchFile, opts: &TokioOptions) -> Result<()> {
+    if fio.error.is_some() {
+        return Ok(());
+    }
+    pagecache::evict(large.path())?;
+    match fio_job(large, opts).run() {
+        Ok(r) => fio.mib_s.push(r.read_mb_s * 1e6 / (1 << 20) as f64),
+        Err(e) => fio.error = Some(format!("{e:#}")),
+    }
+    Ok(())
+}
+
+/// Runs every cell `repeat` times, the paths one after the other in each repetition (so the
+/// ratios between them pair up), fio after them on the O_DIRECT file; then `--http`.
+pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
     let rt = if opts.current_thread {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -275,31 +389,55 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
         medium: ScratchFile::prepare(dir, None, opts.medium)?,
         large: ScratchFile::prepare(dir, None, opts.large)?,
     };
+    let helper = io_uring_path::helper(&env.exe);
     let mut cells = Vec::new();
-    for scenario in ["cached", "direct", "mix"] {
-        for path in PATHS {
-            let mut runs = Vec::new();
-            for _ in 0..opts.common.repeat.max(1) {
+    let mut fio = (!opts.no_fio).then(|| FioCell {
+        mib_s: Vec::new(),
+        bs: READ as u64,
+        iodepth: opts.tasks as u32,
+        error: None,
+    });
+    for scenario in SCENARIOS {
+        let mut runs: Vec<Vec<Sample>> = vec![Vec::new(); PATHS.len()];
+        let mut notes: Vec<Option<String>> = vec![None; PATHS.len()];
+        notes[3] = helper.as_ref().err().cloned();
+        for _ in 0..opts.common.repeat.max(1) {
+            for (i, path) in PATHS.into_iter().enumerate() {
+                if notes[i].is_some() {
+                    continue;
+                }
                 pagecache::warm(files.medium.path())?;
-                let (bw, lat, f) = measure(&rt, scenario, path, files, opts)?;
-                files = f;
-                runs.push((bw, lat));
+                if scenario != "cached" {
+                    pagecache::evict(files.large.path())?;
+                }
+                match (path, &helper) {
+                    // The helper's path: a failure is its row's note, not the run's end.
+                    (io_uring_path::PATH, Ok(bin)) => {
+                        match io_uring_path::measure(bin, scenario, &files, opts) {
+                            Ok(s) => runs[i].push(s),
+                            Err(why) => notes[i] = Some(why),
+                        }
+                    }
+                    _ => {
+                        let (sample, f) = measure(&rt, scenario, path, files, opts)?;
+                        files = f;
+                        runs[i].push(sample);
+                    }
+                }
             }
-            runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mib_s = runs.iter().map(|r| r.0).collect();
-            let lat = &runs[runs.len() / 2].1;
-            let mean = lat.iter().sum::<u64>() as f64 / lat.len().max(1) as f64 / 1000.0;
-            cells.push(Cell {
-                scenario: scenario.to_string(),
-                path: path.to_string(),
-                mib_s,
-                p50_us: pct(lat, 0.5),
-                p99_us: pct(lat, 0.99),
-                p999_us: pct(lat, 0.999),
-                mean_us: mean,
-            });
+            if let Some(fio) = fio.as_mut().filter(|_| scenario == "direct") {
+                fio_once(fio, &files.large, opts)?;
+            }
+        }
+        for (i, path) in PATHS.into_iter().enumerate() {
+            cells.push(cell(scenario, path, &runs[i], notes[i].take()));
         }
     }
+    let http = if opts.http.http {
+        Some(super::http::run(&opts.http, &opts.common, env)?)
+    } else {
+        None
+    };
     Ok(TokioReport {
         meta: Some(RunMeta::collect(files.large.path())),
         medium: opts.medium,
@@ -309,5 +447,7 @@ pub fn run(opts: &TokioOptions) -> Result<TokioReport> {
         tasks: opts.tasks,
         current_thread: opts.current_thread,
         cells,
+        fio,
+        http,
     })
 }
