@@ -96,7 +96,8 @@ mod tests {
     use super::*;
     use crate::experiment::preset_options;
     use crate::experiments::{
-        callcost::Callcost, fuse::Fuse, loopdev::Loop, nowait::Nowait, writev::Writev,
+        callcost::Callcost, fuse::Fuse, loopdev::Loop, nowait::Nowait, tokio_reads::Tokio,
+        writev::Writev,
     };
     use crate::registry::EXPERIMENTS;
 
@@ -127,6 +128,22 @@ mod tests {
         assert_eq!(w.size, 256 << 20);
         assert!(w.common.repeat >= 2, "a spread needs two repetitions");
         let f = preset_options::<Fuse>(&quick)?;
+        assert!(
+            !preset_options::<Loop>(&quick)?.lab && !preset_options::<Tokio>(&quick)?.http.http
+        );
+        let both = Preset {
+            lab: true,
+            http: true,
+            ..quick.clone()
+        };
+        assert!(
+            preset_options::<Loop>(&both)?.lab,
+            "bench all --lab reaches loop"
+        );
+        assert!(
+            preset_options::<Tokio>(&both)?.http.http,
+            "bench all --http reaches tokio"
+        );
         assert!(f.common.repeat >= 2 && f.size == 64 << 20);
         let tiny = Preset {
             size: Some(16 << 20),

@@ -101,6 +101,13 @@ pub struct Preset {
     /// Do not count instructions with callgrind.
     #[arg(long)]
     pub no_callgrind: bool,
+    /// Also run loop's table on real block devices in a guest kernel (`bench loop --lab`).
+    #[arg(long)]
+    pub lab: bool,
+    /// Also run tokio's HTTP measurement (`bench tokio --http`: wrk against the example server
+    /// through vecio_tokio::fs and through ServeDir).
+    #[arg(long)]
+    pub http: bool,
 }
 
 impl Preset {

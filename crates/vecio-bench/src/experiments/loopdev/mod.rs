@@ -129,6 +129,7 @@ impl Experiment for Loop {
         o.common.runtime = p.runtime(0.7, 5.0);
         o.common.repeat = p.repeat(1, 3);
         o.no_fio = p.no_fio;
+        o.lab = p.lab;
     }
 
     /// Five subjects on four jobs per repetition, 0.25 s each to start and stop a server, 3 s

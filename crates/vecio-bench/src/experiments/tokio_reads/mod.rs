@@ -81,6 +81,7 @@ impl Experiment for Tokio {
         o.common.runtime = p.runtime(0.5, 3.0);
         o.common.repeat = p.repeat(1, 3);
         o.no_fio = p.no_fio;
+        o.http.http = p.http;
     }
 
     /// Four paths by three files plus fio, 0.3 s of set-up each per repetition, the fill of
