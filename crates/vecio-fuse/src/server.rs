@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::fs::{Fs, FsConfig};
 use crate::mount::{Mount, MountOptions};
 use crate::session::{self, InitWants, Negotiated};
-use crate::worker::{Worker, WorkerStats};
+use crate::stats::WorkerStats;
+use crate::worker::Worker;
 
 /// Everything `vecio fuse` can be told.
 #[derive(Clone, Debug)]

@@ -23,7 +23,7 @@ use crate::error::{Errno, Error, OpResult, Result};
 use crate::fs::Fs;
 use crate::ops::{self, Answer, Ctx, Incoming};
 use crate::request::Body;
-use crate::worker::WorkerStats;
+use crate::stats::WorkerStats;
 
 /// Entries registered per queue.
 pub const ENTRIES_PER_QUEUE: usize = 2;

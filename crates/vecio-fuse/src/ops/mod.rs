@@ -24,7 +24,7 @@ use crate::error::{Errno, OpResult};
 use crate::ext::Extensions;
 use crate::fs::Fs;
 use crate::request::Body;
-use crate::worker::WorkerStats;
+use crate::stats::WorkerStats;
 
 pub use killpriv::kill_suid_sgid;
 pub use locks::Locks;
