@@ -5,8 +5,8 @@
 use crate::abi::{InitFlags, InitIn};
 use crate::session::InitWants;
 
-pub use crate::ext::Extensions;
-pub use crate::request::{Body, Request};
+pub use crate::abi::ext::Extensions;
+pub use crate::abi::request::{Body, Request};
 
 /// The flags the kernel offers in `init` (`flags`, and `flags2` above bit 31 when
 /// `FUSE_INIT_EXT` is set).

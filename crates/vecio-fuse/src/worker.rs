@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use vecio::{AlignedBuf, Engine, Region, PAGE_SIZE};
 
+use crate::abi::request::Request;
 use crate::abi::{self, WRITE_HEADERS};
 use crate::dev::{Channel, Received};
 use crate::error::{OpResult, Result};
 use crate::fs::Fs;
 use crate::ops::{self, Ctx, Incoming, LateReply};
-use crate::request::Request;
 use crate::stats::WorkerStats;
 
 /// One worker's state.

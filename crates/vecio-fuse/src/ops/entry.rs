@@ -3,12 +3,12 @@
 use rustix::fs::{AtFlags, Mode, RenameFlags};
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{BatchForgetIn, ForgetOne, LinkIn, MkdirIn, MknodIn, Rename2In, RenameIn};
 use crate::attr::from_stat;
 use crate::creds::CallerUmask;
 use crate::error::{Errno, OpResult};
 use crate::fs::{component, Fs};
-use crate::request::Body;
 
 /// Replies with the entry of `name` in `parent` (one more kernel reference).
 pub fn entry_of(fs: &Fs, parent: u64, name: &std::ffi::CStr) -> OpResult<Answer> {

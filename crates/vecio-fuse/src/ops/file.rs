@@ -10,6 +10,7 @@ use vecio::RwFlags;
 use zerocopy::IntoBytes;
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{
     CopyFileRangeIn, CreateIn, FallocateIn, FlushIn, FopenFlags, FsyncIn, LseekIn, LseekOut,
     OpenIn, OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_FOR_EXEC, OPEN_KILL_SUIDGID,
@@ -19,7 +20,6 @@ use crate::error::{Errno, OpResult};
 use crate::fs::{component, Fs};
 use crate::handle::{FileHandle, Handle};
 use crate::inode::Inode;
-use crate::request::Body;
 
 /// The open flags the backing file gets: the caller's, without those the kernel already
 /// applied (`O_APPEND`: the kernel sends the end-of-file offset) or that vecio decides itself.

@@ -167,7 +167,7 @@ fn fcntl_lock(fd: BorrowedFd<'_>, cmd: i32, fl: &mut libc::flock) -> OpResult<()
 }
 
 /// `GETLK`: the first lock that would conflict, or `F_UNLCK`.
-pub fn getlk(fs: &Fs, node: u64, body: &mut crate::request::Body<'_>) -> OpResult<Answer> {
+pub fn getlk(fs: &Fs, node: u64, body: &mut crate::abi::request::Body<'_>) -> OpResult<Answer> {
     let arg: LkIn = body.arg()?;
     let fd = fs.locks.owner_fd(fs, node, arg.owner, arg.fh)?;
     let mut fl = to_flock(&arg.lk)?;
@@ -234,7 +234,7 @@ fn try_lock(fs: &Fs, node: u64, arg: &LkIn) -> OpResult<bool> {
 pub fn setlk(
     fs: &Arc<Fs>,
     node: u64,
-    body: &mut crate::request::Body<'_>,
+    body: &mut crate::abi::request::Body<'_>,
     wait: bool,
     unique: u64,
     later: Option<&Arc<dyn LateReply>>,

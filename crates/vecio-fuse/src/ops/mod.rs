@@ -18,12 +18,12 @@ use std::sync::Arc;
 use vecio::Engine;
 use zerocopy::{Immutable, IntoBytes};
 
+use crate::abi::ext::Extensions;
+use crate::abi::request::Body;
 use crate::abi::{InHeader, Opcode, WriteOut};
 use crate::creds::AsCaller;
 use crate::error::{Errno, OpResult};
-use crate::ext::Extensions;
 use crate::fs::Fs;
-use crate::request::Body;
 use crate::stats::WorkerStats;
 
 pub use killpriv::kill_suid_sgid;
@@ -102,7 +102,7 @@ pub struct Incoming<'a> {
     pub header: InHeader,
     /// The opcode's arguments (for `/dev/fuse` a `WRITE` payload follows them here).
     pub body: Body<'a>,
-    /// The request's extensions (security labels, supplementary groups; `crate::ext`).
+    /// The request's extensions (security labels, supplementary groups; `crate::abi::ext`).
     pub ext: &'a [u8],
     /// A `WRITE` payload that the transport keeps apart from the arguments (io_uring).
     pub payload: Option<&'a [u8]>,

@@ -2,12 +2,12 @@
 //! (a symlink's own attributes, never its target's, as `l*xattr` natively).
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{
     GetxattrIn, GetxattrOut, InitFlags, SetxattrIn, SetxattrInExt, SETXATTR_ACL_KILL_SGID,
 };
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
-use crate::request::Body;
 
 /// `SETXATTR`. Under `FUSE_SETXATTR_EXT` the arguments carry `setxattr_flags`: with
 /// `FUSE_SETXATTR_ACL_KILL_SGID` (an access ACL set by a caller outside the file's group and

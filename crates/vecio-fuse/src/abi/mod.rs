@@ -3,6 +3,9 @@
 //! kernel's explicit padding; zerocopy checks at compile time that they have no hidden padding,
 //! so a request can be read from, and a reply written to, plain bytes without `unsafe`.
 
+pub(crate) mod ext;
+pub(crate) mod request;
+
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Major protocol version vecio speaks.
