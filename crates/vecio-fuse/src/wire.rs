@@ -9,13 +9,9 @@ pub use crate::abi::ext::Extensions;
 pub use crate::abi::request::{Body, Request};
 
 /// The flags the kernel offers in `init` (`flags`, and `flags2` above bit 31 when
-/// `FUSE_INIT_EXT` is set).
+/// `FUSE_INIT_EXT` is set; [`InitFlags::offered`]).
 pub fn offered(init: &InitIn) -> InitFlags {
-    let mut kernel = InitFlags::from_bits_retain(init.flags as u64);
-    if kernel.contains(InitFlags::INIT_EXT) {
-        kernel |= InitFlags::from_bits_retain((init.flags2 as u64) << 32);
-    }
-    kernel
+    InitFlags::offered(init)
 }
 
 /// What vecio agrees to when `offered` is offered, for a mount with every option on (export,
