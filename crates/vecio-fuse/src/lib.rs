@@ -26,9 +26,7 @@
 
 pub mod abi;
 mod attr;
-mod buffers;
 mod creds;
-mod dev;
 mod error;
 mod export;
 mod fhandle;
@@ -50,9 +48,8 @@ mod server;
 mod session;
 mod source;
 mod stats;
-mod uring;
+mod transport;
 pub mod wire;
-mod worker;
 
 pub use attr::Timeouts;
 pub use error::{Errno, Error, Result};
@@ -64,4 +61,4 @@ pub use seccomp::Seccomp;
 pub use server::{Config, Server, Summary, Unmounter};
 pub use session::{max_pages_limit, Negotiated};
 pub use stats::WorkerStats;
-pub use uring::enabled as uring_enabled;
+pub use transport::uring::enabled as uring_enabled;

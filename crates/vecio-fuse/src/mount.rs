@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::mount::{MountFlags, UnmountFlags};
 
-use crate::dev::Channel;
 use crate::error::{Error, Result};
+use crate::transport::dev::Channel;
 
 /// Mount options (`-o allow_other,default_permissions,ro,...`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use vecio::EngineKind;
 
-use crate::dev::Channel;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, FsConfig};
 use crate::mount::{Mount, MountOptions};
 use crate::session::{self, InitWants, Negotiated};
 use crate::stats::WorkerStats;
-use crate::worker::Worker;
+use crate::transport::dev::Channel;
+use crate::transport::worker::Worker;
 
 /// Everything `vecio fuse` can be told.
 #[derive(Clone, Debug)]
@@ -196,7 +196,7 @@ impl Server {
             chans.push(self.chan.clone_channel()?);
         }
         // Counted, and /dev/fuse opened for each worker, before the sandbox hides /sys and /dev.
-        let queues = crate::uring::queue_count();
+        let queues = crate::transport::uring::queue_count();
         self.confine()?;
         let Server {
             chan,
@@ -301,9 +301,12 @@ fn start_rings(
         let t = std::thread::Builder::new()
             .name(format!("vecio-fuse-ring-{qid}"))
             .spawn(move || {
-                crate::uring::pin_to(qid);
+                crate::transport::uring::pin_to(qid);
                 crate::creds::serving_thread();
-                crate::uring::RingQueue::new(qid as u16, dev, fs, engine, payload, stats)?.run(stop)
+                crate::transport::uring::RingQueue::new(
+                    qid as u16, dev, fs, engine, payload, stats,
+                )?
+                .run(stop)
             })
             .map_err(|e| Error::Device {
                 what: "spawning a ring thread",

@@ -4,8 +4,8 @@ use zerocopy::IntoBytes;
 
 use crate::abi::request::Request;
 use crate::abi::{self, InitFlags as f, InitIn, InitOut};
-use crate::dev::{Channel, Received};
 use crate::error::{Error, Result};
+use crate::transport::dev::{Channel, Received};
 
 /// What the server wants from the connection.
 #[derive(Copy, Clone, Debug)]

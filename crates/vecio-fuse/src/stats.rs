@@ -22,7 +22,7 @@ pub struct WorkerStats {
     pub aligned_payloads: AtomicU64,
     /// Requests that came through FUSE over io_uring (the rest came through `/dev/fuse`).
     pub ring_requests: AtomicU64,
-    /// Engine reads and writes that ran on a registered buffer (see `crate::buffers`).
+    /// Engine reads and writes that ran on a registered buffer (see `crate::transport::buffers`).
     pub fixed_buffer_ops: AtomicU64,
 }
 

@@ -11,11 +11,11 @@ use vecio::{AlignedBuf, Engine, Region, PAGE_SIZE};
 
 use crate::abi::request::Request;
 use crate::abi::{self, WRITE_HEADERS};
-use crate::dev::{Channel, Received};
 use crate::error::{OpResult, Result};
 use crate::fs::Fs;
 use crate::ops::{self, Ctx, Incoming, LateReply};
 use crate::stats::WorkerStats;
+use crate::transport::dev::{Channel, Received};
 
 /// One worker's state.
 pub struct Worker {
@@ -61,7 +61,7 @@ impl Worker {
         let room = (WRITE_HEADERS + max_write).max(abi::MIN_READ_BUFFER) + PAGE_SIZE;
         let chan = Arc::new(chan);
         let sizes = [START + room, max_write.max(PAGE_SIZE)];
-        let (mut bufs, region) = crate::buffers::registered(engine.as_mut(), &sizes);
+        let (mut bufs, region) = crate::transport::buffers::registered(engine.as_mut(), &sizes);
         let reply = bufs
             .pop()
             .unwrap_or_else(|| AlignedBuf::page_aligned(sizes[1]));

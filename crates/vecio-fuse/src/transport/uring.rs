@@ -78,7 +78,7 @@ impl RingQueue {
                 source: e,
             })?;
         let (payloads, region) =
-            crate::buffers::registered(engine.as_mut(), &[payload; ENTRIES_PER_QUEUE]);
+            crate::transport::buffers::registered(engine.as_mut(), &[payload; ENTRIES_PER_QUEUE]);
         let entries = payloads
             .into_iter()
             .map(|mut payload| {
