@@ -25,36 +25,24 @@
 #![warn(missing_docs)]
 
 pub mod abi;
-mod attr;
-mod creds;
 mod error;
-mod export;
-mod fhandle;
-mod forgotten;
 mod fs;
 mod fusermount;
-mod handle;
-mod held;
-mod inode;
 mod io;
 mod mount;
-mod notify;
 mod ops;
-mod passthrough;
-mod procfs;
 mod sandbox;
 mod seccomp;
 mod server;
 mod session;
-mod source;
 mod stats;
 mod transport;
 pub mod wire;
 
-pub use attr::Timeouts;
 pub use error::{Errno, Error, Result};
+pub use fs::attr::Timeouts;
+pub use fs::held::{Held, HeldCounter};
 pub use fs::FsConfig;
-pub use held::{Held, HeldCounter};
 pub use mount::MountOptions;
 pub use sandbox::Sandbox;
 pub use seccomp::Seccomp;

@@ -302,7 +302,7 @@ fn start_rings(
             .name(format!("vecio-fuse-ring-{qid}"))
             .spawn(move || {
                 crate::transport::uring::pin_to(qid);
-                crate::creds::serving_thread();
+                crate::fs::creds::serving_thread();
                 crate::transport::uring::RingQueue::new(
                     qid as u16, dev, fs, engine, payload, stats,
                 )?

@@ -10,10 +10,10 @@ use crate::abi::{
     AccessIn, FattrFlags, GetattrIn, Kstatfs, SetattrIn, Statx, StatxIn, StatxOut, SxTime,
     GETATTR_FH,
 };
-use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
+use crate::fs::attr::from_stat;
+use crate::fs::handle::Handle;
 use crate::fs::Fs;
-use crate::handle::Handle;
 
 /// `GETATTR`: from the open handle when the kernel names one, else from the inode.
 pub fn getattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {

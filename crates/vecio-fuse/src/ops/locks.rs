@@ -29,8 +29,8 @@ use rustix::fs::OFlags;
 
 use super::{Answer, LateReply};
 use crate::abi::{FileLock, FlushIn, LkIn, LkOut, LK_FLOCK};
-use crate::creds::AsServer;
 use crate::error::{Errno, OpResult};
+use crate::fs::creds::AsServer;
 use crate::fs::Fs;
 
 /// `OFFSET_MAX` as the kernel sends it for "to the end of the file".

@@ -21,8 +21,8 @@ use zerocopy::{Immutable, IntoBytes};
 use crate::abi::ext::Extensions;
 use crate::abi::request::Body;
 use crate::abi::{InHeader, Opcode, WriteOut};
-use crate::creds::AsCaller;
 use crate::error::{Errno, OpResult};
+use crate::fs::creds::AsCaller;
 use crate::fs::Fs;
 use crate::stats::WorkerStats;
 

@@ -34,7 +34,7 @@ pub fn setxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
 
 /// Clears setgid on the file at `path` (as the server), and tells the kernel.
 fn kill_sgid(fs: &Fs, node: u64, path: &std::ffi::CStr) -> OpResult<()> {
-    let _server = crate::creds::AsServer::new();
+    let _server = crate::fs::creds::AsServer::new();
     let st = rustix::fs::stat(path)?;
     if st.st_mode & libc::S_ISGID != 0 {
         let mode = rustix::fs::Mode::from_raw_mode(st.st_mode & 0o7777 & !libc::S_ISGID);

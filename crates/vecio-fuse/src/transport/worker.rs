@@ -82,7 +82,7 @@ impl Worker {
 
     /// Serves requests until the file system is unmounted.
     pub fn run(mut self) -> Result<()> {
-        crate::creds::serving_thread();
+        crate::fs::creds::serving_thread();
         loop {
             let n = match self.chan.receive(&mut self.request[START..])? {
                 Received::Request(n) => n,
