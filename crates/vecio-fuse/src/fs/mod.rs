@@ -18,6 +18,7 @@ pub mod forgotten;
 pub mod handle;
 pub mod held;
 pub mod inode;
+pub mod locks;
 pub mod notify;
 pub mod procfs;
 pub mod source;
@@ -73,7 +74,7 @@ pub struct Fs {
     /// A descriptor of the FUSE connection, for passthrough backing-file registration.
     pub dev: std::sync::OnceLock<std::sync::Arc<OwnedFd>>,
     /// File locks served by the backing file system.
-    pub locks: crate::ops::Locks,
+    pub locks: locks::Locks,
     /// Notifications to the kernel.
     pub notify: crate::fs::notify::Notifier,
     /// What `FUSE_INIT` agreed (set once the kernel answered).
@@ -110,7 +111,7 @@ impl Fs {
             source: std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf()),
             proc_fd,
             dev: std::sync::OnceLock::new(),
-            locks: crate::ops::Locks::default(),
+            locks: locks::Locks::default(),
             notify: Default::default(),
             granted: Default::default(),
             tree: std::sync::Mutex::new(tree),

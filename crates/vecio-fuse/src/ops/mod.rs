@@ -27,7 +27,6 @@ use crate::fs::Fs;
 use crate::stats::WorkerStats;
 
 pub use killpriv::kill_suid_sgid;
-pub use locks::Locks;
 
 /// What a request is answered with.
 pub enum Answer {
