@@ -28,7 +28,6 @@ pub mod abi;
 mod error;
 mod fs;
 mod fusermount;
-mod io;
 mod mount;
 mod ops;
 mod sandbox;

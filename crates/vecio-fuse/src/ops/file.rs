@@ -1,5 +1,5 @@
 //! Open files: open, create, release, fsync, fallocate, lseek, copy_file_range. `READ` and
-//! `WRITE` are in `crate::io`.
+//! `WRITE` are in `io`.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
