@@ -43,7 +43,7 @@ bitflags::bitflags! {
         const MAX_PAGES = 1 << 22;
         /// The kernel caches symlink targets (`FUSE_CACHE_SYMLINKS`).
         const CACHE_SYMLINKS = 1 << 23;
-        /// The server clears setuid/setgid as the kernel asks per request (`FUSE_HANDLE_KILLPRIV_V2`).
+        /// The server clears setuid/setgid as each request asks (`FUSE_HANDLE_KILLPRIV_V2`).
         const HANDLE_KILLPRIV_V2 = 1 << 28;
         /// `fuse_setxattr_in` carries `setxattr_flags` (`FUSE_SETXATTR_ACL_KILL_SGID`).
         const SETXATTR_EXT = 1 << 29;

@@ -23,22 +23,22 @@ macro_rules! abi_struct {
 
 abi_struct! {
     /// `struct fuse_in_header`: every request starts with it.
-    InHeader = fuse_in_header { len: u32, opcode: u32, unique: u64, nodeid: u64, uid: u32, gid: u32, pid: u32,
-        total_extlen: u16, padding: u16 }
+    InHeader = fuse_in_header { len: u32, opcode: u32, unique: u64, nodeid: u64, uid: u32, gid: u32,
+        pid: u32, total_extlen: u16, padding: u16 }
     /// `struct fuse_out_header`: every reply starts with it.
     OutHeader = fuse_out_header { len: u32, error: i32, unique: u64 }
     /// `struct fuse_init_in`.
     InitIn = fuse_init_in { major: u32, minor: u32, max_readahead: u32, flags: u32, flags2: u32,
         unused: [u32; 11] }
     /// `struct fuse_init_out` (7.43 and later: 64 bytes).
-    InitOut = fuse_init_out { major: u32, minor: u32, max_readahead: u32, flags: u32, max_background: u16,
-        congestion_threshold: u16, max_write: u32, time_gran: u32, max_pages: u16,
-        map_alignment: u16, flags2: u32, max_stack_depth: u32, request_timeout: u16,
+    InitOut = fuse_init_out { major: u32, minor: u32, max_readahead: u32, flags: u32,
+        max_background: u16, congestion_threshold: u16, max_write: u32, time_gran: u32,
+        max_pages: u16, map_alignment: u16, flags2: u32, max_stack_depth: u32, request_timeout: u16,
         unused: [u16; 11] }
     /// `struct fuse_attr`.
     Attr = fuse_attr { ino: u64, size: u64, blocks: u64, atime: u64, mtime: u64, ctime: u64,
-        atimensec: u32, mtimensec: u32, ctimensec: u32, mode: u32, nlink: u32, uid: u32,
-        gid: u32, rdev: u32, blksize: u32, flags: u32 }
+        atimensec: u32, mtimensec: u32, ctimensec: u32, mode: u32, nlink: u32, uid: u32, gid: u32,
+        rdev: u32, blksize: u32, flags: u32 }
     /// `struct fuse_entry_out`.
     EntryOut = fuse_entry_out { nodeid: u64, generation: u64, entry_valid: u64, attr_valid: u64,
         entry_valid_nsec: u32, attr_valid_nsec: u32, attr: Attr }
@@ -53,9 +53,9 @@ abi_struct! {
     /// `struct fuse_getattr_in`.
     GetattrIn = fuse_getattr_in { getattr_flags: u32, dummy: u32, fh: u64 }
     /// `struct fuse_setattr_in`.
-    SetattrIn = fuse_setattr_in { valid: u32, padding: u32, fh: u64, size: u64, lock_owner: u64, atime: u64,
-        mtime: u64, ctime: u64, atimensec: u32, mtimensec: u32, ctimensec: u32, mode: u32,
-        unused4: u32, uid: u32, gid: u32, unused5: u32 }
+    SetattrIn = fuse_setattr_in { valid: u32, padding: u32, fh: u64, size: u64, lock_owner: u64,
+        atime: u64, mtime: u64, ctime: u64, atimensec: u32, mtimensec: u32, ctimensec: u32,
+        mode: u32, unused4: u32, uid: u32, gid: u32, unused5: u32 }
     /// `struct fuse_mknod_in`.
     MknodIn = fuse_mknod_in { mode: u32, rdev: u32, umask: u32, padding: u32 }
     /// `struct fuse_mkdir_in`.
@@ -77,16 +77,16 @@ abi_struct! {
     /// `struct fuse_flush_in`.
     FlushIn = fuse_flush_in { fh: u64, unused: u32, padding: u32, lock_owner: u64 }
     /// `struct fuse_read_in`.
-    ReadIn = fuse_read_in { fh: u64, offset: u64, size: u32, read_flags: u32, lock_owner: u64, flags: u32,
-        padding: u32 }
+    ReadIn = fuse_read_in { fh: u64, offset: u64, size: u32, read_flags: u32, lock_owner: u64,
+        flags: u32, padding: u32 }
     /// `struct fuse_write_in`.
-    WriteIn = fuse_write_in { fh: u64, offset: u64, size: u32, write_flags: u32, lock_owner: u64, flags: u32,
-        padding: u32 }
+    WriteIn = fuse_write_in { fh: u64, offset: u64, size: u32, write_flags: u32, lock_owner: u64,
+        flags: u32, padding: u32 }
     /// `struct fuse_write_out`.
     WriteOut = fuse_write_out { size: u32, padding: u32 }
     /// `struct fuse_kstatfs`.
-    Kstatfs = fuse_kstatfs { blocks: u64, bfree: u64, bavail: u64, files: u64, ffree: u64, bsize: u32,
-        namelen: u32, frsize: u32, padding: u32, spare: [u32; 6] }
+    Kstatfs = fuse_kstatfs { blocks: u64, bfree: u64, bavail: u64, files: u64, ffree: u64,
+        bsize: u32, namelen: u32, frsize: u32, padding: u32, spare: [u32; 6] }
     /// `struct fuse_fsync_in`.
     FsyncIn = fuse_fsync_in { fh: u64, fsync_flags: u32, padding: u32 }
     /// `struct fuse_setxattr_in` (without `FUSE_SETXATTR_EXT`).
@@ -112,8 +112,8 @@ abi_struct! {
     /// `struct fuse_lseek_out`.
     LseekOut = fuse_lseek_out { offset: u64 }
     /// `struct fuse_copy_file_range_in`.
-    CopyFileRangeIn = fuse_copy_file_range_in { fh_in: u64, off_in: u64, nodeid_out: u64, fh_out: u64, off_out: u64,
-        len: u64, flags: u64 }
+    CopyFileRangeIn = fuse_copy_file_range_in { fh_in: u64, off_in: u64, nodeid_out: u64,
+        fh_out: u64, off_out: u64, len: u64, flags: u64 }
     /// `struct fuse_file_lock`.
     FileLock = fuse_file_lock { start: u64, end: u64, typ: u32, pid: u32 }
     /// `struct fuse_lk_in` (`GETLK`, `SETLK`, `SETLKW`).
@@ -121,16 +121,18 @@ abi_struct! {
     /// `struct fuse_lk_out`.
     LkOut = fuse_lk_out { lk: FileLock }
     /// `struct fuse_statx_in`.
-    StatxIn = fuse_statx_in { getattr_flags: u32, reserved: u32, fh: u64, sx_flags: u32, sx_mask: u32 }
+    StatxIn = fuse_statx_in { getattr_flags: u32, reserved: u32, fh: u64, sx_flags: u32,
+        sx_mask: u32 }
     /// `struct fuse_sx_time`.
     SxTime = fuse_sx_time { tv_sec: i64, tv_nsec: u32, reserved: i32 }
     /// `struct fuse_statx` (the layout of `struct statx`).
-    Statx = fuse_statx { mask: u32, blksize: u32, attributes: u64, nlink: u32, uid: u32, gid: u32, mode: u16,
-        spare0: u16, ino: u64, size: u64, blocks: u64, attributes_mask: u64, atime: SxTime,
-        btime: SxTime, ctime: SxTime, mtime: SxTime, rdev_major: u32, rdev_minor: u32,
-        dev_major: u32, dev_minor: u32, spare2: [u64; 14] }
+    Statx = fuse_statx { mask: u32, blksize: u32, attributes: u64, nlink: u32, uid: u32, gid: u32,
+        mode: u16, spare0: u16, ino: u64, size: u64, blocks: u64, attributes_mask: u64,
+        atime: SxTime, btime: SxTime, ctime: SxTime, mtime: SxTime, rdev_major: u32,
+        rdev_minor: u32, dev_major: u32, dev_minor: u32, spare2: [u64; 14] }
     /// `struct fuse_statx_out`.
-    StatxOut = fuse_statx_out { attr_valid: u64, attr_valid_nsec: u32, flags: u32, spare: [u64; 2], stat: Statx }
+    StatxOut = fuse_statx_out { attr_valid: u64, attr_valid_nsec: u32, flags: u32, spare: [u64; 2],
+        stat: Statx }
     /// `struct fuse_dirent` without its name.
     Dirent = fuse_dirent { ino: u64, off: u64, namelen: u32, typ: u32 }
     /// `struct fuse_notify_inval_inode_out`.
@@ -138,7 +140,8 @@ abi_struct! {
     /// `struct fuse_backing_map` (`FUSE_DEV_IOC_BACKING_OPEN`).
     BackingMap = fuse_backing_map { fd: i32, flags: u32, padding: u64 }
     /// `struct fuse_uring_ent_in_out`.
-    UringEntInOut = fuse_uring_ent_in_out { flags: u64, commit_id: u64, payload_sz: u32, padding: u32, reserved: u64 }
+    UringEntInOut = fuse_uring_ent_in_out { flags: u64, commit_id: u64, payload_sz: u32,
+        padding: u32, reserved: u64 }
     /// `struct fuse_uring_cmd_req`: the command area of a `FUSE_IO_URING_CMD_*` SQE.
     UringCmdReq = fuse_uring_cmd_req { flags: u64, commit_id: u64, qid: u16, padding: [u8; 6] }
 }
