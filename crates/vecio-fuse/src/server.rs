@@ -8,8 +8,8 @@ use vecio::EngineKind;
 
 use crate::error::{Error, Result};
 use crate::fs::{Fs, FsConfig};
+use crate::mount::session::{self, InitWants, Negotiated};
 use crate::mount::{Mount, MountOptions};
-use crate::session::{self, InitWants, Negotiated};
 use crate::stats::WorkerStats;
 use crate::transport::dev::Channel;
 use crate::transport::worker::Worker;
@@ -32,8 +32,8 @@ pub struct Config {
     pub uring: bool,
     /// How the serving threads are confined (`crate::sandbox`).
     pub sandbox: crate::sandbox::Sandbox,
-    /// What a system call off the serving threads' allow-list gets (`crate::seccomp`).
-    pub seccomp: crate::seccomp::Seccomp,
+    /// What a system call off the serving threads' allow-list gets (`crate::sandbox::seccomp`).
+    pub seccomp: crate::sandbox::seccomp::Seccomp,
 }
 
 impl Default for Config {
@@ -158,7 +158,7 @@ impl Server {
             return Ok(());
         }
         self.enter_sandbox()?;
-        crate::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
+        crate::sandbox::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
             what: "installing the system-call filter",
             source: e,
         })

@@ -21,6 +21,14 @@
 //! - Where the kernel or the privileges do not allow it (not root, no clone of the source), the
 //!   server says so and serves unsandboxed; `--sandbox=none` turns it off.
 
+//!
+//! The sandbox layer is a folder of its own rather than part of `crate::mount`: it confines the
+//! threads that serve, after the mount exists, and knows nothing of FUSE, its mounts' options or
+//! the connection; its two parts, namespaces and capabilities (here) and the system-call filter
+//! (`seccomp`), are entered one after the other by the server (`crate::Server`).
+
+pub mod seccomp;
+
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
