@@ -12,6 +12,22 @@
 //! - Confinement: every name is resolved with `openat2(RESOLVE_BENEATH)` from an inode
 //!   descriptor, one component at a time; symlinks are never followed by the server.
 //!
+//! The source is in layers, one folder each, every one importing only the layers below it
+//! (`scripts/import-graph` prints the graph and fails on a cycle):
+//!
+//! | layer | is |
+//! |---|---|
+//! | `abi/` | the kernel's FUSE ABI: structs, opcodes, flags; a request's decoding |
+//! | `fs/` | the passthrough file system: inodes, handles, credentials, locks, backing ids |
+//! | `ops/` | every opcode's handler, `READ` and `WRITE` included, and the one dispatcher |
+//! | `transport/` | `/dev/fuse` and its workers, FUSE over io_uring, registered buffers |
+//! | `mount/` | mounting (`mount(2)`, `fusermount3`) and the `FUSE_INIT` agreement |
+//! | `sandbox/` | namespaces, capabilities and the seccomp filter of the serving threads |
+//! | `server.rs` | the server: mounts, agrees, confines, starts the transport, waits |
+//!
+//! `error.rs` and `stats.rs` are under every layer; `wire.rs` is the decoder's public face (for
+//! the fuzzer).
+//!
 //! ```no_run
 //! use vecio_fuse::{Config, Server};
 //! # fn main() -> vecio_fuse::Result<()> {

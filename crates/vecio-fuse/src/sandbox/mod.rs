@@ -16,8 +16,8 @@
 //!   capabilities), `LINUX_IMMUTABLE`, `IPC_LOCK` (registered buffers) and `SYS_ADMIN`
 //!   (passthrough's backing files, `trusted.*` and `security.*` attributes). Dropped: the rest
 //!   (`SYS_PTRACE`, `SYS_MODULE`, `NET_*`, `KILL`, `SYS_CHROOT`, ...), from the bounding set too.
-//! - `/proc` stays reachable through the descriptor opened before (`crate::fs::procfs`): inodes are
-//!   reopened through `self/fd`, callers' groups read from `PID/status`.
+//! - `/proc` stays reachable through the descriptor opened before (`crate::fs::procfs`):
+//!   inodes are reopened through `self/fd`, callers' groups read from `PID/status`.
 //! - Where the kernel or the privileges do not allow it (not root, no clone of the source), the
 //!   server says so and serves unsandboxed; `--sandbox=none` turns it off.
 
