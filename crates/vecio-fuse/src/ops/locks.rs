@@ -17,7 +17,7 @@
 //!   requests (the unlock among them) need: a small waiter thread retries it with a growing
 //!   pause (1 ms to 50 ms) and sends the reply itself; `INTERRUPT` (a signal to the waiting
 //!   process) ends the wait with `EINTR`. Only transports that can reply later offer this;
-//!   FUSE over io_uring leaves locks to the kernel (see `session.rs`).
+//!   FUSE over io_uring leaves locks to the kernel (see `crate::mount::session`).
 //!
 //! The state all this keeps (owners, waiters) is `crate::fs::locks::Locks`, stored in `Fs`.
 
