@@ -12,6 +12,22 @@
 //! - Confinement: every name is resolved with `openat2(RESOLVE_BENEATH)` from an inode
 //!   descriptor, one component at a time; symlinks are never followed by the server.
 //!
+//! The source is in layers, one folder each, every one importing only the layers below it
+//! (`scripts/import-graph` prints the graph and fails on a cycle):
+//!
+//! | layer | is |
+//! |---|---|
+//! | `abi/` | the kernel's FUSE ABI: structs, opcodes, flags; a request's decoding |
+//! | `fs/` | the passthrough file system: inodes, handles, credentials, locks, backing ids |
+//! | `ops/` | every opcode's handler, `READ` and `WRITE` included, and the one dispatcher |
+//! | `transport/` | `/dev/fuse` and its workers, FUSE over io_uring, registered buffers |
+//! | `mount/` | mounting (`mount(2)`, `fusermount3`) and the `FUSE_INIT` agreement |
+//! | `sandbox/` | namespaces, capabilities and the seccomp filter of the serving threads |
+//! | `server.rs` | the server: mounts, agrees, confines, starts the transport, waits |
+//!
+//! `error.rs` and `stats.rs` are under every layer; `wire.rs` is the decoder's public face (for
+//! the fuzzer).
+//!
 //! ```no_run
 //! use vecio_fuse::{Config, Server};
 //! # fn main() -> vecio_fuse::Result<()> {
@@ -25,44 +41,24 @@
 #![warn(missing_docs)]
 
 pub mod abi;
-mod attr;
-mod buffers;
-mod creds;
-mod dev;
 mod error;
-mod export;
-mod ext;
-mod fhandle;
-mod forgotten;
 mod fs;
-mod fusermount;
-mod handle;
-mod held;
-mod inode;
-mod io;
 mod mount;
-mod notify;
 mod ops;
-mod passthrough;
-mod procfs;
-mod request;
 mod sandbox;
-mod seccomp;
 mod server;
-mod session;
-mod source;
-mod uring;
+mod stats;
+mod transport;
 pub mod wire;
-mod worker;
 
-pub use attr::Timeouts;
 pub use error::{Errno, Error, Result};
+pub use fs::attr::Timeouts;
+pub use fs::held::{Held, HeldCounter};
 pub use fs::FsConfig;
-pub use held::{Held, HeldCounter};
+pub use mount::session::{max_pages_limit, Negotiated};
 pub use mount::MountOptions;
+pub use sandbox::seccomp::Seccomp;
 pub use sandbox::Sandbox;
-pub use seccomp::Seccomp;
 pub use server::{Config, Server, Summary, Unmounter};
-pub use session::{max_pages_limit, Negotiated};
-pub use uring::enabled as uring_enabled;
-pub use worker::WorkerStats;
+pub use stats::WorkerStats;
+pub use transport::uring::enabled as uring_enabled;

@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use vecio::EngineKind;
 
-use crate::dev::Channel;
 use crate::error::{Error, Result};
 use crate::fs::{Fs, FsConfig};
+use crate::mount::session::{self, InitWants, Negotiated};
 use crate::mount::{Mount, MountOptions};
-use crate::session::{self, InitWants, Negotiated};
-use crate::worker::{Worker, WorkerStats};
+use crate::stats::WorkerStats;
+use crate::transport::dev::Channel;
+use crate::transport::worker::Worker;
 
 /// Everything `vecio fuse` can be told.
 #[derive(Clone, Debug)]
@@ -31,8 +32,8 @@ pub struct Config {
     pub uring: bool,
     /// How the serving threads are confined (`crate::sandbox`).
     pub sandbox: crate::sandbox::Sandbox,
-    /// What a system call off the serving threads' allow-list gets (`crate::seccomp`).
-    pub seccomp: crate::seccomp::Seccomp,
+    /// What a system call off the serving threads' allow-list gets (`crate::sandbox::seccomp`).
+    pub seccomp: crate::sandbox::seccomp::Seccomp,
 }
 
 impl Default for Config {
@@ -157,7 +158,7 @@ impl Server {
             return Ok(());
         }
         self.enter_sandbox()?;
-        crate::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
+        crate::sandbox::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
             what: "installing the system-call filter",
             source: e,
         })
@@ -195,7 +196,7 @@ impl Server {
             chans.push(self.chan.clone_channel()?);
         }
         // Counted, and /dev/fuse opened for each worker, before the sandbox hides /sys and /dev.
-        let queues = crate::uring::queue_count();
+        let queues = crate::transport::uring::queue_count();
         self.confine()?;
         let Server {
             chan,
@@ -300,9 +301,12 @@ fn start_rings(
         let t = std::thread::Builder::new()
             .name(format!("vecio-fuse-ring-{qid}"))
             .spawn(move || {
-                crate::uring::pin_to(qid);
-                crate::creds::serving_thread();
-                crate::uring::RingQueue::new(qid as u16, dev, fs, engine, payload, stats)?.run(stop)
+                crate::transport::uring::pin_to(qid);
+                crate::fs::creds::serving_thread();
+                crate::transport::uring::RingQueue::new(
+                    qid as u16, dev, fs, engine, payload, stats,
+                )?
+                .run(stop)
             })
             .map_err(|e| Error::Device {
                 what: "spawning a ring thread",

@@ -3,19 +3,15 @@
 //! `FUSE_INIT` offer and what vecio takes from it. Nothing here touches a file or the kernel.
 
 use crate::abi::{InitFlags, InitIn};
-use crate::session::InitWants;
+use crate::mount::session::InitWants;
 
-pub use crate::ext::Extensions;
-pub use crate::request::{Body, Request};
+pub use crate::abi::ext::Extensions;
+pub use crate::abi::request::{Body, Request};
 
 /// The flags the kernel offers in `init` (`flags`, and `flags2` above bit 31 when
-/// `FUSE_INIT_EXT` is set).
+/// `FUSE_INIT_EXT` is set; [`InitFlags::offered`]).
 pub fn offered(init: &InitIn) -> InitFlags {
-    let mut kernel = InitFlags::from_bits_retain(init.flags as u64);
-    if kernel.contains(InitFlags::INIT_EXT) {
-        kernel |= InitFlags::from_bits_retain((init.flags2 as u64) << 32);
-    }
-    kernel
+    InitFlags::offered(init)
 }
 
 /// What vecio agrees to when `offered` is offered, for a mount with every option on (export,
@@ -31,5 +27,5 @@ pub fn agreed(offered: InitFlags) -> InitFlags {
         request_timeout: Some(30),
         idmap: true,
     };
-    crate::session::agree(offered, &wants)
+    crate::mount::session::agree(offered, &wants)
 }

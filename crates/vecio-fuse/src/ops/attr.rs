@@ -5,15 +5,15 @@ use std::os::fd::AsFd;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags, Timespec, Timestamps};
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{
     AccessIn, FattrFlags, GetattrIn, Kstatfs, SetattrIn, Statx, StatxIn, StatxOut, SxTime,
     GETATTR_FH,
 };
-use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
+use crate::fs::attr::from_stat;
+use crate::fs::handle::Handle;
 use crate::fs::Fs;
-use crate::handle::Handle;
-use crate::request::Body;
 
 /// `GETATTR`: from the open handle when the kernel names one, else from the inode.
 pub fn getattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {

@@ -6,12 +6,12 @@ use rustix::fs::{OFlags, SeekFrom};
 use zerocopy::IntoBytes;
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{Dirent, EntryOut, FsyncIn, OpenOut, ReadIn, ReleaseIn};
-use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
+use crate::fs::attr::from_stat;
+use crate::fs::handle::dir_handle;
 use crate::fs::Fs;
-use crate::handle::dir_handle;
-use crate::request::Body;
 
 /// `OPENDIR`.
 pub fn opendir(fs: &Fs, node: u64) -> OpResult<Answer> {

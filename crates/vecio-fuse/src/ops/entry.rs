@@ -3,12 +3,12 @@
 use rustix::fs::{AtFlags, Mode, RenameFlags};
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{BatchForgetIn, ForgetOne, LinkIn, MkdirIn, MknodIn, Rename2In, RenameIn};
-use crate::attr::from_stat;
-use crate::creds::CallerUmask;
 use crate::error::{Errno, OpResult};
+use crate::fs::attr::from_stat;
+use crate::fs::creds::CallerUmask;
 use crate::fs::{component, Fs};
-use crate::request::Body;
 
 /// Replies with the entry of `name` in `parent` (one more kernel reference).
 pub fn entry_of(fs: &Fs, parent: u64, name: &std::ffi::CStr) -> OpResult<Answer> {
@@ -18,7 +18,7 @@ pub fn entry_of(fs: &Fs, parent: u64, name: &std::ffi::CStr) -> OpResult<Answer>
 
 /// `LOOKUP`. Under `FUSE_EXPORT_SUPPORT` the kernel also looks up `.` (a node it knows only
 /// by id, from a file handle) and `..` (a directory's parent, to reconnect it); see
-/// `crate::export`.
+/// `crate::fs::export`.
 pub fn lookup(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let name = body.name()?;
     let found = match name.to_bytes() {

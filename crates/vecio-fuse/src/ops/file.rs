@@ -1,5 +1,5 @@
 //! Open files: open, create, release, fsync, fallocate, lseek, copy_file_range. `READ` and
-//! `WRITE` are in `crate::io`.
+//! `WRITE` are in `io`.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
@@ -10,16 +10,16 @@ use vecio::RwFlags;
 use zerocopy::IntoBytes;
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{
     CopyFileRangeIn, CreateIn, FallocateIn, FlushIn, FopenFlags, FsyncIn, LseekIn, LseekOut,
     OpenIn, OpenOut, ReleaseIn, WriteOut, FSYNC_FDATASYNC, OPEN_FOR_EXEC, OPEN_KILL_SUIDGID,
 };
-use crate::attr::from_stat;
 use crate::error::{Errno, OpResult};
+use crate::fs::attr::from_stat;
+use crate::fs::handle::{FileHandle, Handle};
+use crate::fs::inode::Inode;
 use crate::fs::{component, Fs};
-use crate::handle::{FileHandle, Handle};
-use crate::inode::Inode;
-use crate::request::Body;
 
 /// The open flags the backing file gets: the caller's, without those the kernel already
 /// applied (`O_APPEND`: the kernel sends the end-of-file offset) or that vecio decides itself.
@@ -54,7 +54,7 @@ fn open_backing(
             return Ok(fd);
         }
         let fd = open(base)?;
-        let _root = crate::creds::AsServer::new();
+        let _root = crate::fs::creds::AsServer::new();
         return Ok(fs
             .path_fd_of(&fd)
             .and_then(|p| reopen_fd(fs, &p, read_write(base)))
@@ -86,7 +86,7 @@ fn reopen_fd(fs: &Fs, path_fd: &OwnedFd, flags: OFlags) -> OpResult<OwnedFd> {
     let flags = (flags - (OFlags::CREATE | OFlags::EXCL | OFlags::TRUNC)) | OFlags::CLOEXEC;
     Ok(rustix::fs::openat(
         fs.proc_dir(),
-        crate::procfs::fd_name(path_fd.as_raw_fd()),
+        crate::fs::procfs::fd_name(path_fd.as_raw_fd()),
         flags,
         Mode::empty(),
     )?)
@@ -112,7 +112,7 @@ fn file_handle(fs: &Fs, inode: &Arc<Inode>, file: Arc<vecio::File>) -> (Handle, 
     let mut open_flags = FopenFlags::empty();
     let mut backing = None;
     if fs.cfg.passthrough && (!file.is_direct() || fs.cfg.passthrough_direct) {
-        backing = crate::passthrough::acquire(fs, inode, &file);
+        backing = crate::fs::backing::acquire(fs, inode, &file);
     }
     match (&backing, file.is_direct()) {
         (Some(_), _) => open_flags |= FopenFlags::PASSTHROUGH,
@@ -167,7 +167,7 @@ fn open_for_exec(fs: &Fs, inode: &Inode, flags: u32) -> OpResult<OwnedFd> {
         rustix::fs::Access::EXEC_OK,
         rustix::fs::AtFlags::EACCESS,
     )?;
-    let _server = crate::creds::AsServer::new();
+    let _server = crate::fs::creds::AsServer::new();
     open_backing(fs, flags, |f| fs.reopen(inode, f))
 }
 
@@ -199,7 +199,7 @@ fn create_in(
     let dir = fs.inodes.get(parent)?;
     let mode = Mode::from_raw_mode(arg.mode & 0o7777);
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let umask = crate::creds::CallerUmask::new(arg.umask);
+    let umask = crate::fs::creds::CallerUmask::new(arg.umask);
     let fd = open_backing(fs, arg.flags, |f| {
         let f = f | extra | OFlags::CLOEXEC;
         Ok(rustix::fs::openat2(dir.fd()?, name, f, mode, resolve)?)
@@ -236,7 +236,11 @@ pub fn release(fs: &Fs, _node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     fs.locks.release_handle(arg.fh);
     drop(fs.handles.remove(arg.fh));
     if tracing::enabled!(tracing::Level::DEBUG) {
-        tracing::debug!(fh = arg.fh, "released; holding {}", crate::held::held(fs));
+        tracing::debug!(
+            fh = arg.fh,
+            "released; holding {}",
+            crate::fs::held::held(fs)
+        );
     }
     Ok(Answer::empty())
 }

@@ -9,10 +9,10 @@ use std::os::fd::BorrowedFd;
 
 use rustix::fs::{AtFlags, FileType, Mode};
 
-use crate::creds::AsServer;
 use crate::error::OpResult;
+use crate::fs::creds::AsServer;
+use crate::fs::inode::Inode;
 use crate::fs::Fs;
-use crate::inode::Inode;
 
 /// The mode with the bits a write or truncate by an unprivileged caller clears, or `None`
 /// when nothing changes.

@@ -10,8 +10,8 @@ use zerocopy::FromBytes;
 
 use super::Answer;
 use crate::abi::EntryOut;
-use crate::creds::AsServer;
 use crate::error::{Errno, OpResult};
+use crate::fs::creds::AsServer;
 use crate::fs::Fs;
 
 /// Sets `labels` on the inode `answer` (an entry reply) made.
@@ -37,7 +37,7 @@ pub fn apply(fs: &Fs, answer: &Answer, labels: &[(&CStr, &[u8])]) -> OpResult<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attr::from_stat;
+    use crate::fs::attr::from_stat;
 
     /// What the kernel's LSM would send with a create, applied to the new inode (this kernel's
     /// LSMs label nothing, so a `user.*` name stands in for `security.selinux`).

@@ -17,119 +17,22 @@
 //!   requests (the unlock among them) need: a small waiter thread retries it with a growing
 //!   pause (1 ms to 50 ms) and sends the reply itself; `INTERRUPT` (a signal to the waiting
 //!   process) ends the wait with `EINTR`. Only transports that can reply later offer this;
-//!   FUSE over io_uring leaves locks to the kernel (see `session.rs`).
+//!   FUSE over io_uring leaves locks to the kernel (see `crate::mount::session`).
+//!
+//! The state all this keeps (owners, waiters) is `crate::fs::locks::Locks`, stored in `Fs`.
 
-use std::collections::HashMap;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-use rustix::fs::OFlags;
 
 use super::{Answer, LateReply};
 use crate::abi::{FileLock, FlushIn, LkIn, LkOut, LK_FLOCK};
-use crate::creds::AsServer;
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
 
 /// `OFFSET_MAX` as the kernel sends it for "to the end of the file".
 const OFFSET_MAX: u64 = i64::MAX as u64;
-
-/// A lock owner of one inode: its open file description, and the handles its locks came
-/// through.
-struct Owner {
-    fd: Arc<OwnedFd>,
-    handles: Vec<u64>,
-}
-
-/// The owners, by (inode, lock owner).
-type Owners = HashMap<((u64, u64), u64), Owner>;
-
-/// Lock state shared by every worker.
-#[derive(Default)]
-pub struct Locks {
-    /// One open file description per (inode, lock owner).
-    owners: Mutex<Owners>,
-    /// Waiting `SETLKW` requests by their `unique`, with their cancel flag.
-    waiting: Mutex<HashMap<u64, Arc<AtomicBool>>>,
-    /// Set at shutdown: waiters stop.
-    closing: AtomicBool,
-}
-
-impl Locks {
-    /// The open file description of `owner`'s locks on node `node`, taken through handle `fh`.
-    fn owner_fd(&self, fs: &Fs, node: u64, owner: u64, fh: u64) -> OpResult<Arc<OwnedFd>> {
-        let inode = fs.inodes.get(node)?;
-        let key = (inode.key, owner);
-        if let Some(o) = self.lock_owners().get_mut(&key) {
-            if !o.handles.contains(&fh) {
-                o.handles.push(fh);
-            }
-            return Ok(o.fd.clone());
-        }
-        // The kernel checked the caller's open mode against the lock type; the description
-        // is the server's own, opened as root with whatever access the file allows.
-        let _root = AsServer::new();
-        let fd = [OFlags::RDWR, OFlags::RDONLY, OFlags::WRONLY]
-            .into_iter()
-            .find_map(|mode| fs.reopen(&inode, mode).ok())
-            .ok_or(Errno(libc::EACCES))?;
-        let mut owners = self.lock_owners();
-        let o = owners.entry(key).or_insert(Owner {
-            fd: Arc::new(fd),
-            handles: Vec::new(),
-        });
-        if !o.handles.contains(&fh) {
-            o.handles.push(fh);
-        }
-        Ok(o.fd.clone())
-    }
-
-    fn lock_owners(&self) -> std::sync::MutexGuard<'_, Owners> {
-        self.owners.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Drops owner `owner`'s locks on node `node` (its `close`).
-    fn release_owner(&self, fs: &Fs, node: u64, owner: u64) {
-        if let Ok(inode) = fs.inodes.get(node) {
-            self.lock_owners().remove(&(inode.key, owner));
-        }
-    }
-
-    /// Handle `fh` is released (the last close of an open file): owners whose locks came
-    /// through no other open handle go, and their locks with them (an OFD lock's owner is the
-    /// open file itself).
-    pub fn release_handle(&self, fh: u64) {
-        let mut owners = self.lock_owners();
-        if owners.is_empty() {
-            return;
-        }
-        owners.retain(|_, o| {
-            o.handles.retain(|&h| h != fh);
-            !o.handles.is_empty()
-        });
-    }
-
-    /// Ends the wait of request `unique` with `EINTR` (the kernel's `INTERRUPT`).
-    pub fn interrupt(&self, unique: u64) {
-        if let Some(flag) = self.waiting().get(&unique) {
-            flag.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Stops every waiter (the connection is ending).
-    pub fn shut_down(&self) {
-        self.closing.store(true, Ordering::Relaxed);
-        for flag in self.waiting().values() {
-            flag.store(true, Ordering::Relaxed);
-        }
-    }
-
-    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<AtomicBool>>> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// A lock request in `struct flock` terms.
 fn to_flock(lk: &FileLock) -> OpResult<libc::flock> {
@@ -167,7 +70,7 @@ fn fcntl_lock(fd: BorrowedFd<'_>, cmd: i32, fl: &mut libc::flock) -> OpResult<()
 }
 
 /// `GETLK`: the first lock that would conflict, or `F_UNLCK`.
-pub fn getlk(fs: &Fs, node: u64, body: &mut crate::request::Body<'_>) -> OpResult<Answer> {
+pub fn getlk(fs: &Fs, node: u64, body: &mut crate::abi::request::Body<'_>) -> OpResult<Answer> {
     let arg: LkIn = body.arg()?;
     let fd = fs.locks.owner_fd(fs, node, arg.owner, arg.fh)?;
     let mut fl = to_flock(&arg.lk)?;
@@ -234,7 +137,7 @@ fn try_lock(fs: &Fs, node: u64, arg: &LkIn) -> OpResult<bool> {
 pub fn setlk(
     fs: &Arc<Fs>,
     node: u64,
-    body: &mut crate::request::Body<'_>,
+    body: &mut crate::abi::request::Body<'_>,
     wait: bool,
     unique: u64,
     later: Option<&Arc<dyn LateReply>>,
@@ -268,7 +171,7 @@ pub fn setlk(
 fn wait_for_lock(fs: &Fs, node: u64, arg: &LkIn, cancel: &AtomicBool) -> OpResult<()> {
     let mut pause = Duration::from_millis(1);
     loop {
-        if cancel.load(Ordering::Relaxed) || fs.locks.closing.load(Ordering::Relaxed) {
+        if cancel.load(Ordering::Relaxed) || fs.locks.closing() {
             return Err(Errno(libc::EINTR));
         }
         if try_lock(fs, node, arg)? {

@@ -1,12 +1,15 @@
-//! The one request dispatcher, shared by both transports (`/dev/fuse` workers and FUSE over
-//! io_uring queues): every operation, counter and reply is written once here. A transport
-//! reads a request, calls [`dispatch`] with its own engine and output buffer, and sends the
-//! [`Answer`] the way it sends replies. One module per family of operations.
+//! The operations layer: every opcode's handler, `READ` and `WRITE` included (`io`), and the one
+//! request dispatcher, shared by both transports (`/dev/fuse` workers and FUSE over io_uring
+//! queues): every operation, counter and reply is written once here. A transport reads a
+//! request, calls [`dispatch`] with its own engine and output buffer, and sends the [`Answer`]
+//! the way it sends replies. One module per family of operations. Operations work on the file
+//! system (`crate::fs`) in the ABI's terms (`crate::abi`); they know no transport.
 
 mod attr;
 mod dir;
 mod entry;
 mod file;
+mod io;
 mod killpriv;
 mod label;
 mod locks;
@@ -18,16 +21,15 @@ use std::sync::Arc;
 use vecio::Engine;
 use zerocopy::{Immutable, IntoBytes};
 
+use crate::abi::ext::Extensions;
+use crate::abi::request::Body;
 use crate::abi::{InHeader, Opcode, WriteOut};
-use crate::creds::AsCaller;
 use crate::error::{Errno, OpResult};
-use crate::ext::Extensions;
+use crate::fs::creds::AsCaller;
 use crate::fs::Fs;
-use crate::request::Body;
-use crate::worker::WorkerStats;
+use crate::stats::WorkerStats;
 
-pub use killpriv::kill_suid_sgid;
-pub use locks::Locks;
+use killpriv::kill_suid_sgid;
 
 /// What a request is answered with.
 pub enum Answer {
@@ -102,7 +104,7 @@ pub struct Incoming<'a> {
     pub header: InHeader,
     /// The opcode's arguments (for `/dev/fuse` a `WRITE` payload follows them here).
     pub body: Body<'a>,
-    /// The request's extensions (security labels, supplementary groups; `crate::ext`).
+    /// The request's extensions (security labels, supplementary groups; `crate::abi::ext`).
     pub ext: &'a [u8],
     /// A `WRITE` payload that the transport keeps apart from the arguments (io_uring).
     pub payload: Option<&'a [u8]>,
@@ -179,7 +181,7 @@ fn serve(
     match op {
         Read => {
             let fixed = ctx.engine.counters().fixed_buffer_ops;
-            let n = crate::io::read(fs, ctx.engine, ctx.region, body.arg()?, out)?;
+            let n = io::read(fs, ctx.engine, ctx.region, body.arg()?, out)?;
             ctx.stats.note_read(n);
             ctx.note_fixed_since(fixed);
             Ok(Answer::Buffer(n))
@@ -192,7 +194,7 @@ fn serve(
             };
             let aligned = data.as_ptr() as usize % vecio::PAGE_SIZE == 0;
             let fixed = ctx.engine.counters().fixed_buffer_ops;
-            let w = crate::io::write(fs, node, ctx.engine, ctx.region, arg, data)?;
+            let w = io::write(fs, node, ctx.engine, ctx.region, arg, data)?;
             ctx.stats.note_write(w.size as usize, aligned);
             ctx.note_fixed_since(fixed);
             Ok(Answer::Written(w))

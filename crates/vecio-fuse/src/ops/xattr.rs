@@ -2,12 +2,12 @@
 //! (a symlink's own attributes, never its target's, as `l*xattr` natively).
 
 use super::Answer;
+use crate::abi::request::Body;
 use crate::abi::{
     GetxattrIn, GetxattrOut, InitFlags, SetxattrIn, SetxattrInExt, SETXATTR_ACL_KILL_SGID,
 };
 use crate::error::{Errno, OpResult};
 use crate::fs::Fs;
-use crate::request::Body;
 
 /// `SETXATTR`. Under `FUSE_SETXATTR_EXT` the arguments carry `setxattr_flags`: with
 /// `FUSE_SETXATTR_ACL_KILL_SGID` (an access ACL set by a caller outside the file's group and
@@ -34,7 +34,7 @@ pub fn setxattr(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
 
 /// Clears setgid on the file at `path` (as the server), and tells the kernel.
 fn kill_sgid(fs: &Fs, node: u64, path: &std::ffi::CStr) -> OpResult<()> {
-    let _server = crate::creds::AsServer::new();
+    let _server = crate::fs::creds::AsServer::new();
     let st = rustix::fs::stat(path)?;
     if st.st_mode & libc::S_ISGID != 0 {
         let mode = rustix::fs::Mode::from_raw_mode(st.st_mode & 0o7777 & !libc::S_ISGID);

@@ -1,7 +1,7 @@
 //! The sandbox, as virtiofsd's `--sandbox=namespace`: before the server reads its first request,
 //! the thread that serves (and every thread it starts: workers, rings, lock waiters) enters new
 //! mount, IPC, UTS and network namespaces, pivots into the source directory (its private clone
-//! of the source's mounts, `crate::source`), so that `/` is the source and nothing else of the
+//! of the source's mounts, `crate::fs::source`), so that `/` is the source and nothing else of the
 //! host's file systems can be named, drops every capability but those it serves with, and sets
 //! `no_new_privs`.
 //!
@@ -16,10 +16,18 @@
 //!   capabilities), `LINUX_IMMUTABLE`, `IPC_LOCK` (registered buffers) and `SYS_ADMIN`
 //!   (passthrough's backing files, `trusted.*` and `security.*` attributes). Dropped: the rest
 //!   (`SYS_PTRACE`, `SYS_MODULE`, `NET_*`, `KILL`, `SYS_CHROOT`, ...), from the bounding set too.
-//! - `/proc` stays reachable through the descriptor opened before (`crate::procfs`): inodes are
-//!   reopened through `self/fd`, callers' groups read from `PID/status`.
+//! - `/proc` stays reachable through the descriptor opened before (`crate::fs::procfs`):
+//!   inodes are reopened through `self/fd`, callers' groups read from `PID/status`.
 //! - Where the kernel or the privileges do not allow it (not root, no clone of the source), the
 //!   server says so and serves unsandboxed; `--sandbox=none` turns it off.
+
+//!
+//! The sandbox layer is a folder of its own rather than part of `crate::mount`: it confines the
+//! threads that serve, after the mount exists, and knows nothing of FUSE, its mounts' options or
+//! the connection; its two parts, namespaces and capabilities (here) and the system-call filter
+//! (`seccomp`), are entered one after the other by the server (`crate::Server`).
+
+pub mod seccomp;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;

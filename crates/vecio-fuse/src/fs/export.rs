@@ -2,7 +2,7 @@
 //! `open_by_handle_at` and CRIU use them. A handle holds a node id (and generation 0: vecio
 //! never gives an id to another inode). When the kernel no longer has the inode, it asks for the
 //! node by id: `LOOKUP` of `.` in that node. A node it still holds answers at once; one it forgot
-//! is revived from the forgotten table (`crate::forgotten`) by reopening its backing inode from
+//! is revived from the forgotten table (`crate::fs::forgotten`) by reopening its backing inode from
 //! the backing file handle, as the server. To reconnect a directory the kernel also asks for
 //! its parent: `LOOKUP` of `..`.
 //!
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, Mode, OFlags};
 
 use crate::error::{Errno, OpResult};
-use crate::inode::{Entry, Inode, Inodes};
+use crate::fs::inode::{Entry, Inode, Inodes};
 
 impl Inodes {
     /// True when the kernel's file handles are served (`FUSE_EXPORT_SUPPORT` is asked for).
@@ -52,7 +52,7 @@ impl Inodes {
             .mount_fd(gone.handle.mount_id)
             .ok_or(Errno::NOENT)?;
         let fd = {
-            let _server = crate::creds::AsServer::new();
+            let _server = crate::fs::creds::AsServer::new();
             gone.handle
                 .open(mount_fd.as_fd(), libc::O_PATH | libc::O_NOFOLLOW)
                 .map_err(|_| Errno::NOENT)?

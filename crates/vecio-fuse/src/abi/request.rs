@@ -13,7 +13,7 @@ pub struct Request<'a> {
     pub header: InHeader,
     /// The opcode's arguments (the header's `len` minus the header and the extensions).
     pub body: Body<'a>,
-    /// The extensions after the arguments (`total_extlen` 8-byte units; see `crate::ext`).
+    /// The extensions after the arguments (`total_extlen` 8-byte units; see `crate::abi::ext`).
     pub ext: &'a [u8],
 }
 

@@ -5,58 +5,17 @@
 //! starts page-aligned: an `O_DIRECT` backing file takes it as it is, with no copy. Every other
 //! request is contiguous from the same start.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use vecio::{AlignedBuf, Engine, Region, PAGE_SIZE};
 
+use crate::abi::request::Request;
 use crate::abi::{self, WRITE_HEADERS};
-use crate::dev::{Channel, Received};
 use crate::error::{OpResult, Result};
 use crate::fs::Fs;
 use crate::ops::{self, Ctx, Incoming, LateReply};
-use crate::request::Request;
-
-/// Counters a worker keeps (all workers add into one).
-#[derive(Default, Debug)]
-pub struct WorkerStats {
-    /// Requests served.
-    pub requests: AtomicU64,
-    /// `READ` requests and their bytes.
-    pub reads: AtomicU64,
-    /// Bytes read.
-    pub read_bytes: AtomicU64,
-    /// `WRITE` requests.
-    pub writes: AtomicU64,
-    /// Bytes written.
-    pub write_bytes: AtomicU64,
-    /// Largest `READ` or `WRITE` seen, in bytes.
-    pub largest_io: AtomicU64,
-    /// `WRITE` payloads that arrived page-aligned.
-    pub aligned_payloads: AtomicU64,
-    /// Requests that came through FUSE over io_uring (the rest came through `/dev/fuse`).
-    pub ring_requests: AtomicU64,
-    /// Engine reads and writes that ran on a registered buffer (see `crate::buffers`).
-    pub fixed_buffer_ops: AtomicU64,
-}
-
-impl WorkerStats {
-    /// Counts a served `READ` of `n` bytes.
-    pub fn note_read(&self, n: usize) {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
-        self.largest_io.fetch_max(n as u64, Ordering::Relaxed);
-    }
-
-    /// Counts a served `WRITE` of `n` bytes whose payload was (or was not) page-aligned.
-    pub fn note_write(&self, n: usize, aligned: bool) {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        self.write_bytes.fetch_add(n as u64, Ordering::Relaxed);
-        self.largest_io.fetch_max(n as u64, Ordering::Relaxed);
-        self.aligned_payloads
-            .fetch_add(aligned as u64, Ordering::Relaxed);
-    }
-}
+use crate::stats::WorkerStats;
+use crate::transport::dev::{Channel, Received};
 
 /// One worker's state.
 pub struct Worker {
@@ -102,7 +61,7 @@ impl Worker {
         let room = (WRITE_HEADERS + max_write).max(abi::MIN_READ_BUFFER) + PAGE_SIZE;
         let chan = Arc::new(chan);
         let sizes = [START + room, max_write.max(PAGE_SIZE)];
-        let (mut bufs, region) = crate::buffers::registered(engine.as_mut(), &sizes);
+        let (mut bufs, region) = crate::transport::buffers::registered(engine.as_mut(), &sizes);
         let reply = bufs
             .pop()
             .unwrap_or_else(|| AlignedBuf::page_aligned(sizes[1]));
@@ -123,7 +82,7 @@ impl Worker {
 
     /// Serves requests until the file system is unmounted.
     pub fn run(mut self) -> Result<()> {
-        crate::creds::serving_thread();
+        crate::fs::creds::serving_thread();
         loop {
             let n = match self.chan.receive(&mut self.request[START..])? {
                 Received::Request(n) => n,

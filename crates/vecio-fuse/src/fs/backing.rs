@@ -15,9 +15,9 @@ use rustix::fs::OFlags;
 use zerocopy::IntoBytes;
 
 use crate::abi::BackingMap;
-use crate::creds::AsServer;
+use crate::fs::creds::AsServer;
+use crate::fs::inode::Inode;
 use crate::fs::Fs;
-use crate::inode::Inode;
 
 /// An inode's registration: its id and how many opens share it.
 #[derive(Default)]
@@ -51,7 +51,7 @@ impl Drop for Backing {
             *opens -= 1;
             if *opens == 0 {
                 close(&self.dev, *id);
-                crate::held::BACKINGS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                crate::fs::held::BACKINGS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 *slot = None;
             }
         }
@@ -85,7 +85,7 @@ pub fn acquire(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File) -> Option<Backin
             }
             let raw = rw.as_ref().map_or(file.as_raw_fd(), |f| f.as_raw_fd());
             let id = open(&dev, raw)?;
-            crate::held::BACKINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            crate::fs::held::BACKINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             *slot = Some((id, 1));
             id
         }

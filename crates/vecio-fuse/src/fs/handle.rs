@@ -15,7 +15,7 @@ pub struct DirHandle {
     pub fd: Mutex<OwnedFd>,
     /// Keeps the node's descriptor while open.
     #[allow(dead_code)]
-    pub open: crate::inode::OpenGuard,
+    pub open: crate::fs::inode::OpenGuard,
 }
 
 /// One open handle.
@@ -33,11 +33,11 @@ pub struct FileHandle {
     /// The share of the inode's passthrough registration, when the kernel serves the file;
     /// held for its `Drop`, which gives the share back at `RELEASE`.
     #[allow(dead_code)]
-    pub backing: Option<crate::passthrough::Backing>,
+    pub backing: Option<crate::fs::backing::Backing>,
     /// Keeps the node's descriptor while open (an unlinked file cannot be reopened from its
     /// handle).
     #[allow(dead_code)]
-    pub open: crate::inode::OpenGuard,
+    pub open: crate::fs::inode::OpenGuard,
 }
 
 /// The handle table, shared by every worker.
@@ -115,7 +115,7 @@ impl Handle {
 }
 
 /// A descriptor to keep: used by `DirHandle` construction.
-pub fn dir_handle(fd: OwnedFd, open: crate::inode::OpenGuard) -> Handle {
+pub fn dir_handle(fd: OwnedFd, open: crate::fs::inode::OpenGuard) -> Handle {
     Handle::Dir(DirHandle {
         fd: Mutex::new(fd),
         open,

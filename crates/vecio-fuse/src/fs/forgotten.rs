@@ -12,7 +12,7 @@ use std::collections::{HashMap, VecDeque};
 
 use rustix::fs::FileType;
 
-use crate::fhandle::FileHandle;
+use crate::fs::fhandle::FileHandle;
 
 /// Forgotten nodes kept at most (each a few dozen bytes plus its handle).
 pub const CAPACITY: usize = 1 << 17;

@@ -2,10 +2,10 @@
 
 use zerocopy::IntoBytes;
 
+use crate::abi::request::Request;
 use crate::abi::{self, InitFlags as f, InitIn, InitOut};
-use crate::dev::{Channel, Received};
 use crate::error::{Error, Result};
-use crate::request::Request;
+use crate::transport::dev::{Channel, Received};
 
 /// What the server wants from the connection.
 #[derive(Copy, Clone, Debug)]
@@ -99,7 +99,7 @@ pub fn negotiate(chan: &Channel, buf: &mut [u8], wants: InitWants) -> Result<Neg
                 init.major, init.minor
             )));
         }
-        let flags = agree(crate::wire::offered(&init), &wants);
+        let flags = agree(f::offered(&init), &wants);
         let max_pages = wants.max_pages.clamp(1, max_pages_limit());
         let max_write = max_pages as u32 * vecio::PAGE_SIZE as u32;
         let out = InitOut {

@@ -15,6 +15,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use vecio::{AlignedBuf, Engine, Region};
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
+use crate::abi::request::Body;
 use crate::abi::{
     self, InHeader, Opcode, OutHeader, UringCmdReq, UringReqHeader, URING_CMD_COMMIT_AND_FETCH,
     URING_CMD_REGISTER,
@@ -22,8 +23,7 @@ use crate::abi::{
 use crate::error::{Errno, Error, OpResult, Result};
 use crate::fs::Fs;
 use crate::ops::{self, Answer, Ctx, Incoming};
-use crate::request::Body;
-use crate::worker::WorkerStats;
+use crate::stats::WorkerStats;
 
 /// Entries registered per queue.
 pub const ENTRIES_PER_QUEUE: usize = 2;
@@ -78,7 +78,7 @@ impl RingQueue {
                 source: e,
             })?;
         let (payloads, region) =
-            crate::buffers::registered(engine.as_mut(), &[payload; ENTRIES_PER_QUEUE]);
+            crate::transport::buffers::registered(engine.as_mut(), &[payload; ENTRIES_PER_QUEUE]);
         let entries = payloads
             .into_iter()
             .map(|mut payload| {

@@ -176,7 +176,7 @@ pub fn caller_groups(pid: u32) -> Vec<u32> {
         return Vec::new();
     }
     let mut text = String::new();
-    let read = crate::procfs::dir()
+    let read = crate::fs::procfs::dir()
         .and_then(|proc| {
             let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
             Ok(rustix::fs::openat(
@@ -254,9 +254,9 @@ impl Drop for CallerUmask {
 }
 
 /// Prepares a serving thread: its own umask and working directory (`/proc`, see
-/// `crate::procfs`), and none of the process's supplementary groups.
+/// `crate::fs::procfs`), and none of the process's supplementary groups.
 pub fn serving_thread() {
-    crate::procfs::enter(own_umask());
+    crate::fs::procfs::enter(own_umask());
     drop_own_groups();
 }
 

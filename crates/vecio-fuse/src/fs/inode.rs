@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex, Weak};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
 use crate::error::{Errno, OpResult};
-use crate::fhandle::FileHandle;
-use crate::forgotten::{Forgotten, Gone};
+use crate::fs::fhandle::FileHandle;
+use crate::fs::forgotten::{Forgotten, Gone};
 
 /// A held descriptor of an inode: it stays open while held, even if the cache lets it go.
 #[derive(Clone)]
@@ -36,7 +36,7 @@ impl InodeFd {
     /// Name of this descriptor beneath `/proc` (`self/fd/N`), to reopen the inode for I/O. Valid
     /// while `self` is held.
     pub fn proc_name(&self) -> String {
-        crate::procfs::fd_name(self.0.as_raw_fd())
+        crate::fs::procfs::fd_name(self.0.as_raw_fd())
     }
 }
 
@@ -64,7 +64,7 @@ pub struct Inode {
     /// File type, fixed for the inode's life.
     pub kind: FileType,
     /// The inode's passthrough registration, shared by its opens.
-    pub backing: crate::passthrough::Slot,
+    pub backing: crate::fs::backing::Slot,
 }
 
 impl Inode {
@@ -78,7 +78,7 @@ impl Inode {
         let handle = self.handle.as_ref().ok_or(Errno::NOENT)?;
         let mount_fd = self.cache.mount_fd(handle.mount_id).ok_or(Errno::NOENT)?;
         let fd = {
-            let _root = crate::creds::AsServer::new();
+            let _root = crate::fs::creds::AsServer::new();
             handle.open(mount_fd.as_fd(), libc::O_PATH | libc::O_NOFOLLOW)
         };
         let fd = Arc::new(fd.map_err(|e| if e.0 == libc::ESTALE { Errno::NOENT } else { e })?);
@@ -199,7 +199,7 @@ impl FdCache {
             return true;
         }
         let Some(dir) = dir else { return false };
-        let _root = crate::creds::AsServer::new();
+        let _root = crate::fs::creds::AsServer::new();
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         match rustix::fs::openat(dir, c".", flags, Mode::empty()) {
             Ok(fd) => {
@@ -256,7 +256,7 @@ pub(crate) struct Table {
     pub(crate) by_key: HashMap<(u64, u64), u64>,
     next_id: u64,
     /// Nodes the kernel forgot, while file handles of the mount may still name them (see
-    /// `crate::export`).
+    /// `crate::fs::export`).
     pub(crate) forgotten: Forgotten,
 }
 
@@ -289,7 +289,7 @@ impl Inodes {
     pub fn new(root: OwnedFd, cache_fds: usize, export: bool) -> OpResult<Inodes> {
         let st = rustix::fs::statat(&root, c"", AtFlags::EMPTY_PATH)?;
         let key = (st.st_dev, st.st_ino);
-        let cache = Arc::new(FdCache::new(cache_fds, crate::creds::server_is_root()));
+        let cache = Arc::new(FdCache::new(cache_fds, crate::fs::creds::server_is_root()));
         if cache.use_handles {
             if let Ok(h) = FileHandle::of(root.as_fd()) {
                 cache.remember_mount(h.mount_id, Some(root.as_fd()));
@@ -311,7 +311,7 @@ impl Inodes {
             by_id: HashMap::new(),
             by_key: HashMap::new(),
             next_id: crate::abi::ROOT_ID + 1,
-            forgotten: Forgotten::new(crate::forgotten::CAPACITY),
+            forgotten: Forgotten::new(crate::fs::forgotten::CAPACITY),
         };
         table
             .by_id

@@ -1,13 +1,19 @@
-//! Mounting: `-o` options as FUSE users know them, `mount(2)` of a `/dev/fuse` connection,
-//! and unmounting.
+//! The mount layer: how a connection to the kernel comes to be. `-o` options as FUSE users know
+//! them, `mount(2)` of a `/dev/fuse` connection and unmounting (here), mounting without root
+//! through `fusermount3` (`fusermount`), and the `FUSE_INIT` agreement that opens the session
+//! (`session`). It sits on the transport (`crate::transport::dev`) and the ABI; the server
+//! (`crate::Server`) uses it before it starts serving.
+
+pub mod fusermount;
+pub mod session;
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
 use rustix::mount::{MountFlags, UnmountFlags};
 
-use crate::dev::Channel;
 use crate::error::{Error, Result};
+use crate::transport::dev::Channel;
 
 /// Mount options (`-o allow_other,default_permissions,ro,...`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,7 +174,7 @@ pub enum Via {
 /// Unmounts `mountpoint` lazily the way it was mounted; an already unmounted point is fine.
 pub fn unmount(mountpoint: &Path, via: Via) -> std::io::Result<()> {
     match via {
-        Via::Fusermount => crate::fusermount::unmount(mountpoint),
+        Via::Fusermount => crate::mount::fusermount::unmount(mountpoint),
         Via::Syscall => match rustix::mount::unmount(mountpoint, UnmountFlags::DETACH) {
             Ok(()) => Ok(()),
             // Already unmounted by the user (fusermount3 -u, umount).
@@ -206,7 +212,7 @@ impl Mount {
             .clone()
             .unwrap_or_else(|| source.display().to_string().replace(',', "_"));
         if !rustix::process::geteuid().is_root() {
-            let fd = crate::fusermount::mount(mountpoint, &opts.fusermount_options(&fsname))
+            let fd = crate::mount::fusermount::mount(mountpoint, &opts.fusermount_options(&fsname))
                 .map_err(mount_err)?;
             let mount = Mount {
                 mountpoint: mountpoint.to_path_buf(),

@@ -1,7 +1,7 @@
 //! File handles (`name_to_handle_at(2)`, `open_by_handle_at(2)`): a few bytes that name an
 //! inode of a mounted file system for as long as it exists, with no descriptor held. The inode
 //! table keeps one per node instead of an open descriptor, so a tree of any size stays
-//! reachable under a small `RLIMIT_NOFILE` (see `crate::inode`).
+//! reachable under a small `RLIMIT_NOFILE` (see `crate::fs::inode`).
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 

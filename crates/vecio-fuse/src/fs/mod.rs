@@ -1,5 +1,27 @@
-//! The passthrough file system's shared state: the inode and handle tables, the `/proc/self/fd`
+//! The file-system layer: the passthrough file system that the operations (`crate::ops`) serve
+//! requests from. Its inodes (`inode`: node ids over file handles, `fhandle`, with the nodes the
+//! kernel forgot, `forgotten`, and the kernel's own file handles for them, `export`), its open
+//! handles (`handle`), the caller's credentials for the length of an operation (`creds`),
+//! attributes (`attr`), the source and `/proc` as the server opens them (`source`, `procfs`),
+//! `FUSE_PASSTHROUGH` backing files (`backing`), notifications to the kernel (`notify`) and
+//! what it all holds (`held`).
+//!
+//! This module is the shared state: the inode and handle tables, the `/proc/self/fd`
 //! directory used to reopen an inode for I/O, and the settings every worker reads.
+
+pub mod attr;
+pub mod backing;
+pub mod creds;
+pub mod export;
+pub mod fhandle;
+pub mod forgotten;
+pub mod handle;
+pub mod held;
+pub mod inode;
+pub mod locks;
+pub mod notify;
+pub mod procfs;
+pub mod source;
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -7,10 +29,10 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use crate::attr::Timeouts;
 use crate::error::{Errno, Error, OpResult, Result};
-use crate::handle::Handles;
-use crate::inode::{Inode, InodeFd, Inodes};
+use crate::fs::attr::Timeouts;
+use crate::fs::handle::Handles;
+use crate::fs::inode::{Inode, InodeFd, Inodes};
 
 /// Settings of the file system (as opposed to the mount).
 #[derive(Clone, Debug, Default)]
@@ -52,9 +74,9 @@ pub struct Fs {
     /// A descriptor of the FUSE connection, for passthrough backing-file registration.
     pub dev: std::sync::OnceLock<std::sync::Arc<OwnedFd>>,
     /// File locks served by the backing file system.
-    pub locks: crate::ops::Locks,
+    pub locks: locks::Locks,
     /// Notifications to the kernel.
-    pub notify: crate::notify::Notifier,
+    pub notify: crate::fs::notify::Notifier,
     /// What `FUSE_INIT` agreed (set once the kernel answered).
     pub granted: std::sync::OnceLock<crate::abi::InitFlags>,
     /// The private clone of the source's mounts, for the sandbox to pivot into (taken once).
@@ -68,11 +90,11 @@ impl Fs {
             path: source.to_path_buf(),
             source: source_err,
         };
-        let (root, cloned) = crate::source::open(source, cfg.noatime).map_err(src_err)?;
+        let (root, cloned) = crate::fs::source::open(source, cfg.noatime).map_err(src_err)?;
         let tree = cloned
             .then(|| rustix::io::fcntl_dupfd_cloexec(&root, 0).ok())
             .flatten();
-        let proc_fd = crate::procfs::dir().map_err(|e| Error::Source {
+        let proc_fd = crate::fs::procfs::dir().map_err(|e| Error::Source {
             path: "/proc".into(),
             source: e,
         })?;
@@ -89,7 +111,7 @@ impl Fs {
             source: std::path::absolute(source).unwrap_or_else(|_| source.to_path_buf()),
             proc_fd,
             dev: std::sync::OnceLock::new(),
-            locks: crate::ops::Locks::default(),
+            locks: locks::Locks::default(),
             notify: Default::default(),
             granted: Default::default(),
             tree: std::sync::Mutex::new(tree),
@@ -120,7 +142,7 @@ impl Fs {
         if !self.cfg.noatime {
             return;
         }
-        let _server = crate::creds::AsServer::new();
+        let _server = crate::fs::creds::AsServer::new();
         let set = rustix::fs::fcntl_getfl(fd)
             .and_then(|fl| rustix::fs::fcntl_setfl(fd, fl | OFlags::NOATIME));
         if let Err(e) = set {
@@ -132,7 +154,7 @@ impl Fs {
     pub fn path_fd_of(&self, fd: &OwnedFd) -> OpResult<OwnedFd> {
         Ok(rustix::fs::openat(
             self.proc_fd,
-            crate::procfs::fd_name(fd.as_raw_fd()),
+            crate::fs::procfs::fd_name(fd.as_raw_fd()),
             OFlags::PATH | OFlags::CLOEXEC,
             Mode::empty(),
         )?)
@@ -144,7 +166,7 @@ impl Fs {
     /// own inode and is never resolved further, so the link's target is not reached.
     pub fn proc_path(&self, inode: &Inode) -> OpResult<(InodeFd, std::ffi::CString)> {
         let fd = inode.fd()?;
-        let path = std::ffi::CString::new(crate::procfs::fd_path(fd.as_fd().as_raw_fd()))
+        let path = std::ffi::CString::new(crate::fs::procfs::fd_path(fd.as_fd().as_raw_fd()))
             .map_err(|_| Errno::INVAL)?;
         Ok((fd, path))
     }

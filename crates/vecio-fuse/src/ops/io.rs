@@ -1,9 +1,9 @@
 //! `READ` and `WRITE`: each request, whatever its size, is one vecio request submitted as one
 //! batch on the worker's engine (its own io_uring by default). Cached reads of buffered files
 //! are tried inline first with `RWF_NOWAIT` under the fast-read policy; only what would block
-//! goes to the engine. Write payloads arrive page-aligned (see `crate::worker`), so a direct
-//! backing file takes them without a copy. Buffers inside the thread's registered region
-//! (see `crate::buffers`) go to the engine as registered buffers.
+//! goes to the engine. Write payloads arrive page-aligned (see `crate::transport::worker`), so
+//! a direct backing file takes them without a copy. Buffers inside the thread's registered
+//! region (see `crate::transport::buffers`) go to the engine as registered buffers.
 
 use vecio::fast_read::Attempt;
 use vecio::{Batch, Engine, IoIter, Region, RwFlags};
@@ -75,7 +75,7 @@ pub fn write(
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
     if WriteFlags::from_bits_retain(arg.write_flags).contains(WriteFlags::KILL_SUIDGID) {
-        crate::ops::kill_suid_sgid(fs, node, file.as_fd())?;
+        super::kill_suid_sgid(fs, node, file.as_fd())?;
     }
     if payload.is_empty() {
         return Ok(WriteOut::default());
