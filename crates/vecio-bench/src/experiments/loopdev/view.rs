@@ -397,6 +397,7 @@ pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
     let iops = |s| r.cell(s, job).map(|c| c.iops.median);
     let peers = [
         (Subject::QemuNbd, "qemu-nbd's", 1.5),
+        (Subject::Nbdkit, "nbdkit's", 1.5),
         (Subject::FioDirect, "fio's own direct io_uring", 0.8),
     ];
     for (peer, who, want) in peers {
