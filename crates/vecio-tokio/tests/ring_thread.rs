@@ -7,13 +7,35 @@ use std::time::{Duration, Instant};
 use vecio::{Direct, EngineKind};
 use vecio_tokio::Driver;
 
-/// Threads of this process named like the driver's ring thread.
+/// The kernel's `PF_IO_WORKER`: an io_uring worker thread (io-wq), which the kernel starts as
+/// a thread of the process that owns the ring.
+const PF_IO_WORKER: u64 = 0x10;
+
+/// True when the task at `/proc/self/task/TID` is an io_uring worker: it is made as a copy of
+/// the ring's thread and carries that thread's name until it first runs and names itself
+/// `iou-wrk-N` (on a loaded machine, long enough to be counted).
+fn is_io_worker(task: &std::path::Path) -> bool {
+    let Ok(stat) = std::fs::read_to_string(task.join("stat")) else {
+        return false;
+    };
+    // Fields after the name in parentheses: state, ppid, pgrp, session, tty, tpgid, flags.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    after
+        .split_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|flags| flags & PF_IO_WORKER != 0)
+}
+
+/// Threads of this process named like the driver's ring thread (io_uring's own workers, which
+/// inherit that name for a moment, not counted).
 fn ring_threads() -> usize {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter(|t| {
-            let comm = t.as_ref().unwrap().path().join("comm");
-            std::fs::read_to_string(comm).is_ok_and(|c| c.trim() == "vecio-tokio-io")
+            let task = t.as_ref().unwrap().path();
+            std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == "vecio-tokio-io")
+                && !is_io_worker(&task)
         })
         .count()
 }
