@@ -55,6 +55,11 @@ pub struct Mounted {
 }
 
 impl Mounted {
+    /// The server's process id (none for the native subject).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Unmounts and waits for the server to exit.
     pub fn stop(mut self) -> Result<()> {
         self.stop_inner()
