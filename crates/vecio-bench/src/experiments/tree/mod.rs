@@ -163,20 +163,11 @@ const REQUESTS_NOT_COUNTED: &str = "not counted: vecio fuse's SIGUSR1 line tells
     instead";
 
 fn subjects(hp: bool) -> Vec<Subject> {
-    let vecio = |name: &str, args: &[&str]| Subject {
-        name: name.to_string(),
-        kind: Kind::Vecio {
-            args: args.iter().map(|s| s.to_string()).collect(),
-        },
-    };
     let mut v = vec![
-        Subject {
-            name: NATIVE.into(),
-            kind: Kind::Native,
-        },
-        vecio(VECIO, &[]),
-        vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
-        vecio(VECIO_URING, &["--uring"]),
+        Subject::native(NATIVE),
+        Subject::vecio(VECIO, &[]),
+        Subject::vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
+        Subject::vecio(VECIO_URING, &["--uring"]),
     ];
     if hp {
         v.push(Subject {
@@ -386,10 +377,7 @@ mod tests {
     use super::*;
 
     fn result(name: &str, per_phase: [f64; 4]) -> SubjectResult {
-        let mut r = empty_result(&Subject {
-            name: name.into(),
-            kind: Kind::Native,
-        });
+        let mut r = empty_result(&Subject::native(name));
         for (p, s) in r.phases.iter_mut().zip(per_phase) {
             p.samples = vec![s, s];
         }
