@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{scratch_dir, vecio};
+use common::{mounts_under, processes_using, scratch_dir, vecio};
 
 /// Starts `vecio ARGS` in `dir` without waiting for it.
 fn start(dir: &Path, args: &[&str]) -> Child {
@@ -66,33 +66,6 @@ fn leftovers(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|l| l.flatten().map(|e| e.path()).collect())
         .unwrap_or_default()
-}
-
-/// Mount points under `dir`.
-fn mounts_under(dir: &Path) -> Vec<String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let want = dir.to_string_lossy().into_owned();
-    info.lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .filter(|m| m.starts_with(&want))
-        .map(String::from)
-        .collect()
-}
-
-/// Processes whose command line names something under `dir` (fio, vecio fuse, ...).
-fn processes_using(dir: &Path) -> Vec<String> {
-    let want = dir.to_string_lossy().into_owned();
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.contains(&want) {
-            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
-        }
-    }
-    found
 }
 
 /// The scratch directory a run created in `dir`, once it holds a file.

@@ -12,6 +12,7 @@
 //! | [`tokio_reads`] | `tokio` | 002's experiment in today's Rust: tokio::fs against vecio-tokio |
 //! | [`callcost`] | `callcost` | 003, the cost of read_iter |
 //! | [`fuse`] | `fuse` | 004, FUSE scatter-gather direct I/O |
+//! | [`tree`] | `tree` (not in `bench all`) | 004's FUSE server under issue 27's workload: a source tree's life |
 //!
 //! Adding an experiment: a folder here, a line below, and its line in [`crate::registry`].
 
@@ -20,4 +21,5 @@ pub mod fuse;
 pub mod loopdev;
 pub mod nowait;
 pub mod tokio_reads;
+pub mod tree;
 pub mod writev;

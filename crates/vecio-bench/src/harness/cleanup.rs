@@ -364,7 +364,7 @@ pub fn sweep_stale(parent: &Path) -> Vec<PathBuf> {
 }
 
 /// The kinds of directory vecio's benchmarks create; only these are ever swept.
-pub const KINDS: [&str; 4] = ["scratch", "fuse", "callcost", "loop"];
+pub const KINDS: [&str; 5] = ["scratch", "fuse", "callcost", "loop", "tree"];
 
 /// The process id in a `vecio-KIND-PID-XXXXXX` name: KIND one of [`KINDS`], XXXXXX the six
 /// letters and digits `tempfile` adds. Anything else is not vecio's and is never touched.

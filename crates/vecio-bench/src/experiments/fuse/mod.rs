@@ -163,17 +163,9 @@ pub const VECIO_PASSTHROUGH_DIRECT: &str = "vecio fuse --passthrough-direct";
 pub const VECIO_NO_SANDBOX: &str = "vecio fuse --sandbox none";
 
 fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
-    let vecio = |name: &str, args: &[&str]| Subject {
-        name: name.to_string(),
-        kind: Kind::Vecio {
-            args: args.iter().map(|s| s.to_string()).collect(),
-        },
-    };
+    let vecio = Subject::vecio;
     let mut v = vec![
-        Subject {
-            name: NATIVE.into(),
-            kind: Kind::Native,
-        },
+        Subject::native(NATIVE),
         vecio(VECIO, &[]),
         vecio(
             VECIO_NO_SANDBOX,

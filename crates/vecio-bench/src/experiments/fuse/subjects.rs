@@ -44,6 +44,26 @@ pub struct Subject {
     pub kind: Kind,
 }
 
+impl Subject {
+    /// The backing directory itself, named `name`.
+    pub fn native(name: &str) -> Subject {
+        Subject {
+            name: name.into(),
+            kind: Kind::Native,
+        }
+    }
+
+    /// `vecio fuse SRC MNT ARGS`, named `name`.
+    pub fn vecio(name: &str, args: &[&str]) -> Subject {
+        Subject {
+            name: name.into(),
+            kind: Kind::Vecio {
+                args: args.iter().map(|s| s.to_string()).collect(),
+            },
+        }
+    }
+}
+
 /// A mounted subject; unmounts and stops its server when dropped.
 pub struct Mounted {
     /// Path of the data file through this subject.
@@ -55,6 +75,11 @@ pub struct Mounted {
 }
 
 impl Mounted {
+    /// The server's process id (none for the native subject).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Unmounts and waits for the server to exit.
     pub fn stop(mut self) -> Result<()> {
         self.stop_inner()

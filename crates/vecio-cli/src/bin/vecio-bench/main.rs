@@ -14,7 +14,7 @@ mod stop;
 
 use clap::{Arg, Command};
 use vecio_bench::experiment::Preset;
-use vecio_bench::registry::EXPERIMENTS;
+use vecio_bench::registry;
 
 /// Set by `vecio bench` to its own path: the `vecio` whose servers the experiments start.
 pub const VECIO_ENV: &str = "VECIO";
@@ -54,7 +54,7 @@ pub fn command(name: &'static str) -> Command {
         .subcommand_required(true)
         .arg_required_else_help(true)
         .about("Re-measure the source documents' tables on this machine");
-    for e in EXPERIMENTS {
+    for e in registry::commands() {
         cmd = cmd.subcommand(e.command());
         if let Some(h) = e.helper() {
             cmd = cmd.subcommand(h.command);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{ArgMatches, FromArgMatches};
 use vecio_bench::experiment::{Entry, Env, Preset};
-use vecio_bench::registry::EXPERIMENTS;
+use vecio_bench::registry::{self, EXPERIMENTS};
 use vecio_bench::report::{self, compare as cmp, text};
 use vecio_bench::results::AllResults;
 
@@ -16,8 +16,7 @@ pub fn run(m: &ArgMatches) -> Result<()> {
     let Some((name, sub)) = m.subcommand() else {
         bail!("no subcommand");
     };
-    if let Some(h) = EXPERIMENTS
-        .iter()
+    if let Some(h) = registry::commands()
         .filter_map(|e| e.helper())
         .find(|h| h.command.get_name() == name)
     {
@@ -36,11 +35,10 @@ pub fn run(m: &ArgMatches) -> Result<()> {
     if name == "all" {
         return all(sub, &env);
     }
-    let e = EXPERIMENTS
-        .iter()
+    let e = registry::commands()
         .find(|e| e.key() == name)
         .with_context(|| format!("unknown command {name}"))?;
-    one(*e, sub, &env)
+    one(e, sub, &env)
 }
 
 fn path<'a>(m: &'a ArgMatches, name: &str) -> Result<&'a PathBuf> {

@@ -1,0 +1,179 @@
+//! The phases of a tree's life, each one timed: extract (`tar -x`), a cold walk (caches
+//! dropped first, then a `stat` of every entry), a read of every file, and its removal
+//! (`rm -rf`); and the server's CPU time, read from `/proc` around each phase.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// A phase of the tree's life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Phase {
+    /// `tar -x` of the tarball into an empty directory.
+    Extract,
+    /// Caches dropped (not timed), then `lstat` of every entry, directory by directory.
+    ColdWalk,
+    /// Every regular file read to its end.
+    Read,
+    /// `rm -rf` of the extracted tree.
+    Remove,
+}
+
+/// Every phase, in the order a tree lives them.
+pub const PHASES: [Phase; 4] = [Phase::Extract, Phase::ColdWalk, Phase::Read, Phase::Remove];
+
+impl Phase {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Extract => "extract",
+            Phase::ColdWalk => "cold walk",
+            Phase::Read => "read all",
+            Phase::Remove => "remove",
+        }
+    }
+}
+
+/// Runs `phase` on the tree at `dir` (extracted from `tarball`); its seconds. Every phase
+/// starts after a `sync` (not timed), so no phase pays for the previous one's dirty pages or
+/// access times (a native `rm -rf` right after the reads took 0.3 to 8 s without it); the cold
+/// walk drops the caches first when `drop` is set.
+pub fn run(phase: Phase, tarball: &Path, dir: &Path, drop: bool) -> Result<f64> {
+    if phase == Phase::ColdWalk && drop {
+        drop_caches()?;
+    } else {
+        rustix::fs::sync();
+    }
+    let t0 = Instant::now();
+    match phase {
+        Phase::Extract => {
+            std::fs::create_dir(dir).with_context(|| dir.display().to_string())?;
+            super::generate::extract(tarball, dir)?;
+        }
+        Phase::ColdWalk => {
+            walk(dir, &mut |_, _| Ok(()))?;
+        }
+        Phase::Read => {
+            let mut buf = vec![0u8; 1 << 20];
+            walk(dir, &mut |p, m| read_file(p, m, &mut buf))?;
+        }
+        Phase::Remove => remove(dir)?,
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// `sync; echo 3 > /proc/sys/vm/drop_caches`: clean pages, dentries and inodes leave every
+/// cache, FUSE's included.
+pub fn drop_caches() -> Result<()> {
+    rustix::fs::sync();
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .context("cannot drop the caches (/proc/sys/vm/drop_caches)")
+}
+
+/// Calls `each` on every entry under `dir` with its `lstat`, directories before what they hold.
+fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &std::fs::Metadata) -> Result<()>) -> Result<()> {
+    let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| d.display().to_string())? {
+            let p = e?.path();
+            let m = std::fs::symlink_metadata(&p).with_context(|| p.display().to_string())?;
+            each(&p, &m)?;
+            if m.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the regular file `p` to its end (as `cat` would); anything else is skipped.
+fn read_file(p: &Path, m: &std::fs::Metadata, buf: &mut [u8]) -> Result<()> {
+    if !m.is_file() {
+        return Ok(());
+    }
+    let mut f = std::fs::File::open(p).with_context(|| p.display().to_string())?;
+    let mut got = 0u64;
+    loop {
+        match f.read(buf).with_context(|| p.display().to_string())? {
+            0 => break,
+            n => got += n as u64,
+        }
+    }
+    if got != m.len() {
+        bail!("{}: read {got} bytes of {}", p.display(), m.len());
+    }
+    Ok(())
+}
+
+/// `rm -rf --one-file-system DIR`.
+fn remove(dir: &Path) -> Result<()> {
+    let out = Command::new("rm")
+        .args(["-rf", "--one-file-system"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .context("running rm")?;
+    if !out.status.success() || dir.exists() {
+        bail!(
+            "rm -rf {} failed ({}): {}",
+            dir.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// CPU seconds (user + system) of process `pid` and every process below it, from
+/// `/proc/PID/stat` and the `children` lists of its threads; 0 for a process gone.
+pub fn tree_cpu_s(pid: u32) -> f64 {
+    let tick = rustix::param::clock_ticks_per_second() as f64;
+    let mut total = 0u64;
+    let mut stack = vec![pid];
+    while let Some(p) = stack.pop() {
+        total += cpu_ticks(p).unwrap_or(0);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            stack.extend(
+                kids.split_whitespace()
+                    .filter_map(|k| k.parse::<u32>().ok()),
+            );
+        }
+    }
+    total as f64 / tick
+}
+
+/// utime + stime of `pid` in clock ticks (fields 14 and 15 of `/proc/PID/stat`, counted after
+/// the command name, which may hold spaces).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    // `rest` starts at field 3 (state): utime is field 14, stime 15.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cpu_time_is_read() {
+        let t0 = tree_cpu_s(std::process::id());
+        let mut x = 0u64;
+        let start = Instant::now();
+        while start.elapsed().as_millis() < 50 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0 && tree_cpu_s(std::process::id()) >= t0);
+        assert_eq!(tree_cpu_s(u32::MAX), 0.0);
+    }
+}
