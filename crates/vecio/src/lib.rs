@@ -64,12 +64,11 @@ mod flags;
 mod iter;
 mod queue;
 mod rangelock;
-mod region;
 mod request;
 mod threadpool;
 
 pub use batch::Batch;
-pub use buf::{AlignedBuf, PAGE_SIZE};
+pub use buf::{AlignedBuf, Region, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
@@ -78,4 +77,3 @@ pub use file::{DioAlign, Direct, File, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter};
 pub use queue::{Completion, OwnedBuf, PushError, Queue};
-pub use region::Region;
