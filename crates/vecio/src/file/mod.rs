@@ -26,7 +26,7 @@ mod space;
 pub use crate::direct::Window;
 use align::probe_alignment;
 pub use align::{AlignSource, DioAlign};
-pub use fast_read::Attempt;
+pub use crate::fast_read::Attempt;
 pub use options::OpenOptions;
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
