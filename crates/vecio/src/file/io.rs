@@ -14,7 +14,8 @@ use std::io::{IoSlice, IoSliceMut};
 
 use crate::engine::{syscall, SyncEngine, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
-use crate::request::{Progress, Step, MAX_OFFSET};
+use crate::file::MAX_OFFSET;
+use crate::request::{Progress, Step};
 use crate::{Batch, Dir, File, IoIter, RwFlags};
 
 impl File {

@@ -22,12 +22,13 @@ mod fast_read;
 mod io;
 mod options;
 mod space;
+mod window;
 
-pub use crate::direct::Window;
 use align::probe_alignment;
 pub use align::{AlignSource, DioAlign};
 pub use crate::fast_read::Attempt;
 pub use options::OpenOptions;
+pub use window::Window;
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
 
@@ -51,6 +52,9 @@ pub enum FileKind {
     /// A block device.
     Block,
 }
+
+/// Largest file offset a request may reach (`loff_t` is signed).
+pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
 
 static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
 
