@@ -60,6 +60,7 @@ pub mod engine;
 mod error;
 pub mod fast_read;
 pub mod file;
+mod file_io;
 mod flags;
 mod iter;
 mod queue;

@@ -1,7 +1,7 @@
 //! The fast-read policy applied to one file: a buffered read tried inline with `RWF_NOWAIT`,
 //! its outcome recorded in the file's own history.
 
-use crate::fast_read::{Attempt, FastReadState, FastReadStats, Outcome};
+use crate::fast_read::{Attempt, Outcome};
 use crate::{FastReadPolicy, File, IoIter, RwFlags};
 
 impl File {
@@ -38,15 +38,5 @@ impl File {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// This file's fast-read history.
-    pub(crate) fn fast_read_state(&self) -> &FastReadState {
-        &self.fast
-    }
-
-    /// A snapshot of this file's fast-read counters under `policy`.
-    pub fn fast_read_stats(&self, policy: &FastReadPolicy) -> FastReadStats {
-        self.fast.stats(policy)
     }
 }
