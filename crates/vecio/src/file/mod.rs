@@ -34,13 +34,13 @@ mod align;
 mod options;
 mod window;
 
+pub use crate::fast_read::Attempt;
 use align::probe_alignment;
 pub use align::{AlignSource, DioAlign};
-pub use crate::fast_read::Attempt;
 pub use options::OpenOptions;
-pub use window::Window;
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
+pub use window::Window;
 
 /// Whether a file is opened for direct I/O (`O_DIRECT`, bypassing the page cache).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
