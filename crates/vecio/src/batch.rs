@@ -423,3 +423,24 @@ mod tests {
         assert_eq!(combine(&[10, 10], &[-5, 10]), (0, Some(5)));
     }
 }
+
+#[cfg(test)]
+mod boxed_tests {
+    use crate::{Batch, EngineKind, File, IoIter, RwFlags};
+
+    #[test]
+    fn a_boxed_engine_runs_a_batch_by_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .open(dir.path().join("f"))
+            .unwrap();
+        let mut engine = EngineKind::Sync.build().unwrap();
+        let mut batch = Batch::new();
+        batch.push(&file, 0, IoIter::write_from(b"boxed"), RwFlags::empty());
+        assert_eq!(batch.run(&mut engine).pop().unwrap().unwrap(), 5);
+        assert_eq!(engine.counters().ops, 1);
+    }
+}

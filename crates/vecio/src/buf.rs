@@ -1,11 +1,20 @@
-//! Aligned memory: [`AlignedBuf`], for bounce buffers, pool buffers and callers that need
-//! direct-I/O-ready memory.
+//! The memory layer, under everything that moves bytes: [`AlignedBuf`], for bounce buffers,
+//! pool buffers and callers that need direct-I/O-ready memory; [`Region`], the one kind of
+//! registrable memory; and the carving of a region into buffers (`arena.rs`, `buddy.rs`), which
+//! [`BufPool`](crate::BufPool) builds on. A carved buffer is still an `AlignedBuf` and gives its
+//! block back to its region when dropped, so the buffer and the region live in one layer.
+
+mod arena;
+mod buddy;
+mod region;
 
 use std::alloc::{self, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
-use crate::bufpool::Carved;
+pub(crate) use arena::Arena;
+use arena::Carved;
+pub use region::Region;
 
 /// Page size assumed for alignment (4 KiB on every architecture vecio targets).
 pub const PAGE_SIZE: usize = 4096;
@@ -77,7 +86,7 @@ impl AlignedBuf {
         self.carved.as_ref().map(Carved::region_id)
     }
 
-    /// A buffer over `layout.size()` bytes at `ptr`, carved from a region (see `bufpool`).
+    /// A buffer over `layout.size()` bytes at `ptr`, carved from a region (see `arena.rs`).
     ///
     /// # Safety
     /// `ptr` is valid, aligned to `layout.align()` and initialised for `layout.size()` bytes,

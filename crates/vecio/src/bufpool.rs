@@ -2,14 +2,9 @@
 //! I/O, reused between requests and counted, and optionally carved from one registrable
 //! [`Region`].
 
-mod arena;
-mod buddy;
-
 use std::sync::Arc;
 
-use arena::Arena;
-pub(crate) use arena::Carved;
-
+use crate::buf::Arena;
 use crate::{AlignedBuf, Region};
 
 /// Smallest size class (one page).

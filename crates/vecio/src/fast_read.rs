@@ -10,7 +10,18 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-pub use crate::file::Attempt;
+/// What [`File::try_read_inline`](crate::File::try_read_inline) did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// Served whole (or up to end of file): the bytes read.
+    Done(usize),
+    /// Served in part: the bytes read; the caller offloads the rest.
+    Partial(usize),
+    /// Nothing in the page cache; the caller offloads the read.
+    WouldBlock,
+    /// Not tried (policy, direct file, or `RWF_NOWAIT` refused); the caller offloads.
+    Skipped,
+}
 
 /// When to try a read inline.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -24,6 +24,20 @@
 //! returned, and errors ([`Error`]) name the file, the request and the offset. The modules
 //! [`engine`], [`file`](mod@file) and [`fast_read`] hold what fewer callers need.
 //!
+//! The source is in layers, every top-level module importing only those below it
+//! (`scripts/import-graph` prints the graph and fails on a cycle):
+//!
+//! | layer | is |
+//! |---|---|
+//! | `flags`, `rangelock`, `threadpool`, `error` | flags, the range lock, the thread pool, errors |
+//! | `buf/`, `bufpool` | aligned memory, registrable regions and their carving; the pool |
+//! | `iter`, `fast_read` | [`IoIter`]; the fast-read policy and per-file state |
+//! | `engine/` | the [`Engine`] trait, the engines, fixed-file slots |
+//! | `file/` | what an open [`File`] is: descriptor, alignment, cached flags, id, range lock |
+//! | `request`, `direct/` | the request core; the direct-I/O planner (bounce, read-modify-write) |
+//! | `batch`, `queue` | [`Batch`] and [`Queue`], side by side |
+//! | `file_io/` | `File`'s I/O calls ([`File::read_at`], [`File::fallocate`]...), over a `Batch` |
+//!
 //! ```
 //! use std::sync::Arc;
 //! use vecio::{AlignedBuf, Direct, EngineKind, File, OwnedBuf, Queue, RwFlags};
@@ -60,16 +74,16 @@ pub mod engine;
 mod error;
 pub mod fast_read;
 pub mod file;
+mod file_io;
 mod flags;
 mod iter;
 mod queue;
 mod rangelock;
-mod region;
 mod request;
 mod threadpool;
 
 pub use batch::Batch;
-pub use buf::{AlignedBuf, PAGE_SIZE};
+pub use buf::{AlignedBuf, Region, PAGE_SIZE};
 pub use bufpool::{BufPool, BufPoolOptions};
 pub use engine::{Engine, EngineKind};
 pub use error::{Error, Invalid, Result};
@@ -78,4 +92,3 @@ pub use file::{DioAlign, Direct, File, OpenOptions};
 pub use flags::RwFlags;
 pub use iter::{Dir, IoIter};
 pub use queue::{Completion, OwnedBuf, PushError, Queue};
-pub use region::Region;

@@ -4,11 +4,8 @@
 //! "done", "resume the rest" and "failed after some bytes" are written once.
 
 use crate::error::{Error, Invalid, Result};
-use crate::file::FileKind;
+use crate::file::{FileKind, MAX_OFFSET};
 use crate::{Dir, File, RwFlags};
-
-/// Largest file offset a request may reach (`loff_t` is signed).
-pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
 
 /// Checks a request of `len` bytes at `offset` before anything reaches the kernel: not empty,
 /// within the largest file offset, and of a direction the file was opened for. `index` is the

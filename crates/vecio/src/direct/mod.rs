@@ -3,8 +3,10 @@
 //! plans to completion; [`Queue`](crate::Queue) steps them asynchronously, one completion at a
 //! time.
 //!
-//! - `window.rs`: [`DioAlign::window`](crate::DioAlign::window), the aligned blocks around a
-//!   request, and the block arithmetic nothing else writes by hand.
+//! The block arithmetic ([`DioAlign::window`](crate::DioAlign::window), the aligned blocks
+//! around a request) is the file layer's (`file/window.rs`), below this one; nothing here
+//! writes it by hand.
+//!
 //! - `bounce.rs`: an unaligned read through an aligned bounce buffer.
 //! - `rmw.rs`: the read-modify-write of an unaligned (or appending) write: edge reads, the
 //!   window write resumed when short, and the cut-back when the window grew the file.
@@ -16,9 +18,7 @@
 mod bounce;
 mod rmw;
 mod span;
-mod window;
 
 pub(crate) use bounce::Bounce;
 pub(crate) use rmw::{Rmw, RmwOp, WriteNext};
 pub(crate) use span::{hold, LockSpan, Route};
-pub use window::Window;

@@ -4,7 +4,19 @@
 //!
 //! The crate root has what most callers name ([`File`], [`OpenOptions`], [`Direct`],
 //! [`DioAlign`]); this module also has what some answers are made of: [`FileKind`],
-//! [`AlignSource`], the aligned [`Window`] around a request, and [`FallocateFlags`].
+//! [`AlignSource`], the aligned [`Window`] around a request, [`Attempt`] and
+//! [`FallocateFlags`].
+//!
+//! # The file layer
+//!
+//! This module is what an open file *is*: the descriptor, its kind and access mode, its
+//! alignment and the block arithmetic over it (`window.rs`), the flags cached at open, its
+//! process-unique id (the key of its fixed-file slots), its range lock and its fast-read
+//! history; and opening (`options.rs`). The request core, `direct/`, `Batch` and `Queue` are
+//! built on it. The calls that move bytes ([`File::read_at`], [`File::write_at`],
+//! [`File::io_at`], [`File::fallocate`], [`File::try_read_inline`]...) run requests through
+//! those layers, so they are written a layer above them, in the crate's `file_io/`; they are
+//! methods of the same [`File`].
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -14,22 +26,21 @@ use std::sync::Arc;
 use rustix::fs::OFlags;
 
 use crate::error::{Error, Result};
+use crate::fast_read::{FastReadPolicy, FastReadState, FastReadStats};
 use crate::rangelock::RangeLock;
 use crate::RwFlags;
 
 mod align;
-mod fast_read;
-mod io;
 mod options;
-mod space;
+mod window;
 
-pub use crate::direct::Window;
+pub use crate::fast_read::Attempt;
 use align::probe_alignment;
 pub use align::{AlignSource, DioAlign};
-pub use fast_read::Attempt;
 pub use options::OpenOptions;
 /// `fallocate(2)` modes, for [`File::fallocate`].
 pub use rustix::fs::FallocateFlags;
+pub use window::Window;
 
 /// Whether a file is opened for direct I/O (`O_DIRECT`, bypassing the page cache).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -51,6 +62,9 @@ pub enum FileKind {
     /// A block device.
     Block,
 }
+
+/// Largest file offset a request may reach (`loff_t` is signed).
+pub(crate) const MAX_OFFSET: u64 = i64::MAX as u64;
 
 static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -88,7 +102,7 @@ pub struct File {
     refused: AtomicU32,
     /// The inode's range lock, shared by every `File` of the inode in this process.
     pub(crate) locks: Arc<RangeLock>,
-    pub(crate) fast: crate::fast_read::FastReadState,
+    pub(crate) fast: FastReadState,
     /// Buffered, readable, no per-file flags: `read_at` is a bare `pread` (decided at open).
     pub(crate) plain_read: bool,
     /// Buffered, writable, no per-file flags: `write_at` is a bare `pwrite`.
@@ -174,7 +188,7 @@ impl File {
                 FileKind::Block => crate::rangelock::for_inode(u64::MAX, st.st_rdev),
                 FileKind::Regular => crate::rangelock::for_inode(st.st_dev, st.st_ino),
             },
-            fast: crate::fast_read::FastReadState::default(),
+            fast: FastReadState::default(),
             plain_read: !direct && readable && flags.is_empty(),
             plain_write: !direct && writable && flags.is_empty(),
             raw,
@@ -267,7 +281,7 @@ impl File {
 
     /// The fast-read state engines may use, or null for a direct file (a direct read always
     /// waits for the device, so trying it inline would block the caller).
-    pub(crate) fn fast_read_ptr(&self) -> *const crate::fast_read::FastReadState {
+    pub(crate) fn fast_read_ptr(&self) -> *const FastReadState {
         if self.direct {
             std::ptr::null()
         } else {
@@ -284,6 +298,48 @@ impl File {
     /// Path for error messages.
     pub fn display_path(&self) -> PathBuf {
         self.path.to_path_buf()
+    }
+
+    /// This file's fast-read history.
+    pub(crate) fn fast_read_state(&self) -> &FastReadState {
+        &self.fast
+    }
+
+    /// A snapshot of this file's fast-read counters under `policy`.
+    pub fn fast_read_stats(&self, policy: &FastReadPolicy) -> FastReadStats {
+        self.fast.stats(policy)
+    }
+
+    /// `ftruncate(2)` for a caller that already holds the blocks from `len` on (the
+    /// read-modify-write cutting back the end it grew).
+    pub(crate) fn set_len_unlocked(&self, len: u64) -> std::io::Result<()> {
+        Ok(rustix::fs::ftruncate(self, len)?)
+    }
+
+    /// The error for request `index` failing at `offset` with `errno`: a refused flag becomes
+    /// [`Error::Unsupported`] (and is remembered on the file), anything else [`Error::Io`].
+    pub(crate) fn request_error(
+        &self,
+        index: usize,
+        offset: u64,
+        flags: RwFlags,
+        errno: i32,
+    ) -> Error {
+        if errno == libc::EOPNOTSUPP && !flags.is_empty() {
+            self.note_refused(flags);
+            return Error::Unsupported {
+                flag: flags,
+                path: self.shared_path(),
+                request: index,
+                offset,
+            };
+        }
+        Error::Io {
+            path: self.shared_path(),
+            request: index,
+            offset,
+            source: std::io::Error::from_raw_os_error(errno),
+        }
     }
 }
 

@@ -61,7 +61,7 @@ impl Queue {
         let Some(len) = usize::try_from(len).ok().filter(|_| {
             offset
                 .checked_add(len)
-                .is_some_and(|e| e <= crate::request::MAX_OFFSET)
+                .is_some_and(|e| e <= crate::file::MAX_OFFSET)
         }) else {
             return Err(invalid(Invalid::Overflow));
         };

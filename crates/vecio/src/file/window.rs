@@ -1,8 +1,7 @@
 //! The aligned window around a request: the whole blocks of the file's direct-I/O offset
 //! alignment that it touches.
 
-use crate::request::MAX_OFFSET;
-use crate::DioAlign;
+use super::{DioAlign, MAX_OFFSET};
 
 /// The aligned blocks around a request: `[start, end)`, both multiples of the file's offset
 /// alignment ([`DioAlign::offset`]).

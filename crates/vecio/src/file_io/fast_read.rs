@@ -1,21 +1,8 @@
 //! The fast-read policy applied to one file: a buffered read tried inline with `RWF_NOWAIT`,
 //! its outcome recorded in the file's own history.
 
-use crate::fast_read::{FastReadState, FastReadStats, Outcome};
+use crate::fast_read::{Attempt, Outcome};
 use crate::{FastReadPolicy, File, IoIter, RwFlags};
-
-/// What [`File::try_read_inline`] did.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Attempt {
-    /// Served whole (or up to end of file): the bytes read.
-    Done(usize),
-    /// Served in part: the bytes read; the caller offloads the rest.
-    Partial(usize),
-    /// Nothing in the page cache; the caller offloads the read.
-    WouldBlock,
-    /// Not tried (policy, direct file, or `RWF_NOWAIT` refused); the caller offloads.
-    Skipped,
-}
 
 impl File {
     /// The fast-read policy on its own, for servers with their own thread pool: tries the read
@@ -51,15 +38,5 @@ impl File {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// This file's fast-read history.
-    pub(crate) fn fast_read_state(&self) -> &FastReadState {
-        &self.fast
-    }
-
-    /// A snapshot of this file's fast-read counters under `policy`.
-    pub fn fast_read_stats(&self, policy: &FastReadPolicy) -> FastReadStats {
-        self.fast.stats(policy)
     }
 }

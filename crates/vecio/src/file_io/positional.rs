@@ -14,7 +14,8 @@ use std::io::{IoSlice, IoSliceMut};
 
 use crate::engine::{syscall, SyncEngine, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
-use crate::request::{Progress, Step, MAX_OFFSET};
+use crate::file::MAX_OFFSET;
+use crate::request::{Progress, Step};
 use crate::{Batch, Dir, File, IoIter, RwFlags};
 
 impl File {
@@ -258,31 +259,5 @@ impl File {
             offset,
             reason: Invalid::Empty,
         }))
-    }
-
-    /// The error for request `index` failing at `offset` with `errno`: a refused flag becomes
-    /// [`Error::Unsupported`] (and is remembered on the file), anything else [`Error::Io`].
-    pub(crate) fn request_error(
-        &self,
-        index: usize,
-        offset: u64,
-        flags: RwFlags,
-        errno: i32,
-    ) -> Error {
-        if errno == libc::EOPNOTSUPP && !flags.is_empty() {
-            self.note_refused(flags);
-            return Error::Unsupported {
-                flag: flags,
-                path: self.shared_path(),
-                request: index,
-                offset,
-            };
-        }
-        Error::Io {
-            path: self.shared_path(),
-            request: index,
-            offset,
-            source: std::io::Error::from_raw_os_error(errno),
-        }
     }
 }

@@ -64,12 +64,6 @@ impl File {
         self.set_len_unlocked(len)
     }
 
-    /// `ftruncate(2)` for a caller that already holds the blocks from `len` on (the
-    /// read-modify-write cutting back the end it grew).
-    pub(crate) fn set_len_unlocked(&self, len: u64) -> std::io::Result<()> {
-        Ok(rustix::fs::ftruncate(self, len)?)
-    }
-
     /// `copy_file_range(2)`: copies up to `len` bytes from this file at `off_in` to `out` at
     /// `off_out`, in the kernel (the file system may clone or copy on the server side), under
     /// both files' range locks (the source's blocks shared, the destination's exclusive).

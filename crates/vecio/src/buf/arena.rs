@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use super::buddy::Buddy;
-use crate::{AlignedBuf, Region, PAGE_SIZE};
+use super::{AlignedBuf, Region, PAGE_SIZE};
 
 /// A region and the blocks of it that are free.
 pub(crate) struct Arena {

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::AlignedBuf;
+use super::AlignedBuf;
 
 static NEXT_REGION_ID: AtomicU64 = AtomicU64::new(1);
 
