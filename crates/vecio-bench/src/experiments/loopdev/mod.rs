@@ -16,6 +16,7 @@
 
 pub mod cachecurve;
 pub mod lab;
+mod peers;
 mod subjects;
 pub mod tls;
 mod view;
@@ -42,6 +43,7 @@ use crate::harness::stats::{median, paired_median, Summary};
 use vecio_host::pagecache::{self, CacheSnapshot};
 use vecio_host::peers::Peers;
 
+pub use peers::peer_set;
 pub use subjects::{Job, Subject};
 
 /// Requests fio keeps in flight in every job.
@@ -78,28 +80,6 @@ pub struct LoopOptions {
     /// (and the bench is root), else the host's, saying why.
     #[arg(long, value_name = "DIR|host")]
     pub peers_root: Option<PathBuf>,
-}
-
-/// The peers `opts` asks for, and a line saying which and why: `--peers-root host`, the
-/// chroot `--peers-root` names (an error if it cannot be used), or by default the chroot
-/// where it is built, else the host's with the reason.
-pub fn peer_set(opts: &LoopOptions) -> Result<(Peers, String)> {
-    match opts.peers_root.as_deref() {
-        Some(p) if p == Path::new("host") => Ok((Peers::host(), "host (--peers-root host)".into())),
-        Some(root) => {
-            let peers = Peers::chroot_at(root)
-                .map_err(|why| anyhow::anyhow!("--peers-root {}: {why}", root.display()))?;
-            let name = peers.name();
-            Ok((peers, name))
-        }
-        None => Ok(match Peers::default_chroot() {
-            Ok(peers) => {
-                let name = peers.name();
-                (peers, name)
-            }
-            Err(why) => (Peers::host(), format!("host (no chroot peers: {why})")),
-        }),
-    }
 }
 
 /// The experiment.
@@ -589,32 +569,5 @@ fn sample(r: &FioResult, growth: pagecache::CacheGrowth, usage: Option<Usage>) -
         cached_growth: growth.system_cached,
         image_growth_pct: pct(growth.file_resident),
         cached_growth_pct: pct(growth.system_cached),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        loop_: LoopOptions,
-    }
-
-    fn options(args: &[&str]) -> LoopOptions {
-        Cli::parse_from(std::iter::once("loop").chain(args.iter().copied())).loop_
-    }
-
-    #[test]
-    fn peers_root_host_is_the_hosts_and_a_bad_directory_is_an_error() {
-        let (peers, why) = peer_set(&options(&["--peers-root", "host"])).unwrap();
-        assert!(!peers.is_chroot());
-        assert_eq!(why, "host (--peers-root host)");
-        let dir = tempfile::tempdir().unwrap();
-        let dir = dir.path().to_str().unwrap();
-        let e = peer_set(&options(&["--peers-root", dir])).unwrap_err();
-        assert!(format!("{e:#}").contains("scripts/peers build"), "{e:#}");
     }
 }
