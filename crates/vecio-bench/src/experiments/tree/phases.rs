@@ -130,7 +130,9 @@ fn remove(dir: &Path) -> Result<()> {
 }
 
 /// CPU seconds (user + system) of process `pid` and every process below it, from
-/// `/proc/PID/stat` and the `children` lists of its threads; 0 for a process gone.
+/// `/proc/PID/stat` and the `children` lists of its threads; 0 for a process gone. Each
+/// process counts the children it has already waited for too (`cutime`, `cstime`), so the sum
+/// does not fall when a child of the tree exits and is reaped between two readings.
 pub fn tree_cpu_s(pid: u32) -> f64 {
     let tick = rustix::param::clock_ticks_per_second() as f64;
     let mut total = 0u64;
@@ -151,29 +153,52 @@ pub fn tree_cpu_s(pid: u32) -> f64 {
     total as f64 / tick
 }
 
-/// utime + stime of `pid` in clock ticks (fields 14 and 15 of `/proc/PID/stat`, counted after
-/// the command name, which may hold spaces).
+/// utime + stime + cutime + cstime of `pid` in clock ticks (fields 14 to 17 of
+/// `/proc/PID/stat`, counted after the command name, which may hold spaces).
 fn cpu_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split(' ').collect();
-    // `rest` starts at field 3 (state): utime is field 14, stime 15.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    // `rest` starts at field 3 (state): utime is field 14, so index 11.
+    (11..15).map(|i| f.get(i)?.parse::<u64>().ok()).sum()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A shell that runs a busy child until told to stop, then sleeps: the tree's CPU time
+    /// grows while the child runs and stays counted (in the shell's cutime) after it ended.
     #[test]
-    fn own_cpu_time_is_read() {
-        let t0 = tree_cpu_s(std::process::id());
-        let mut x = 0u64;
+    fn a_tree_counts_its_children_while_they_run_and_after() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stop = dir.path().join("stop");
+        let script = format!(
+            "sh -c 'while [ ! -e {0} ]; do :; done'; sleep 30",
+            stop.display()
+        );
+        let mut shell = Command::new("sh")
+            .args(["-c", &script])
+            .spawn()
+            .expect("spawn sh");
+        let pid = shell.id();
         let start = Instant::now();
-        while start.elapsed().as_millis() < 50 {
-            x = x.wrapping_add(std::hint::black_box(1));
+        let mut running = 0.0;
+        while running < 0.05 && start.elapsed().as_secs() < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            running = tree_cpu_s(pid);
         }
-        assert!(x > 0 && tree_cpu_s(std::process::id()) >= t0);
+        std::fs::write(&stop, b"").expect("stop file");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let after = tree_cpu_s(pid);
+        let _ = shell.kill();
+        let _ = shell.wait();
+        assert!(running >= 0.05, "a busy child counted {running} s in 30 s");
+        assert!(
+            after >= running,
+            "the tree's time fell from {running} to {after} s"
+        );
+        assert_eq!(tree_cpu_s(pid), 0.0, "a process gone counts nothing");
         assert_eq!(tree_cpu_s(u32::MAX), 0.0);
     }
 }
