@@ -1,6 +1,9 @@
-//! Errors of `vecio fuse`: mounting, the FUSE connection, and the answers to requests.
+//! Errors of `vecio fuse`: mounting and the FUSE connection; and how the system's errors become
+//! the answers to requests ([`Errno`], which lives with the ABI in `abi/errno.rs`).
 
 use std::path::PathBuf;
+
+pub use crate::abi::errno::{Errno, OpResult};
 
 /// What can stop the server (request errors are answered to the kernel, not returned here).
 #[derive(Debug, thiserror::Error)]
@@ -40,38 +43,9 @@ pub enum Error {
 /// Result of the server's own steps.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// An error answered to the kernel: an errno value.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Errno(pub i32);
-
-impl Errno {
-    /// `EINVAL`: malformed request.
-    pub const INVAL: Errno = Errno(libc::EINVAL);
-    /// `ENOSYS`: not implemented.
-    pub const NOSYS: Errno = Errno(libc::ENOSYS);
-    /// `EBADF`: unknown handle.
-    pub const BADF: Errno = Errno(libc::EBADF);
-    /// `ENOENT`: unknown node.
-    pub const NOENT: Errno = Errno(libc::ENOENT);
-    /// `ERANGE`: reply buffer too small.
-    pub const RANGE: Errno = Errno(libc::ERANGE);
-    /// `EOPNOTSUPP`.
-    pub const NOTSUP: Errno = Errno(libc::EOPNOTSUPP);
-    /// `EROFS`: read-only mount.
-    pub const ROFS: Errno = Errno(libc::EROFS);
-    /// `EIO`.
-    pub const IO: Errno = Errno(libc::EIO);
-}
-
 impl From<rustix::io::Errno> for Errno {
     fn from(e: rustix::io::Errno) -> Self {
         Errno(e.raw_os_error())
-    }
-}
-
-impl From<std::io::Error> for Errno {
-    fn from(e: std::io::Error) -> Self {
-        Errno(e.raw_os_error().unwrap_or(libc::EIO))
     }
 }
 
@@ -95,6 +69,3 @@ impl From<vecio::Error> for Errno {
         }
     }
 }
-
-/// Result of serving one request.
-pub type OpResult<T> = std::result::Result<T, Errno>;

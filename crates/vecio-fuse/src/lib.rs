@@ -25,8 +25,9 @@
 //! | `sandbox/` | namespaces, capabilities and the seccomp filter of the serving threads |
 //! | `server.rs` | the server: mounts, agrees, confines, starts the transport, waits |
 //!
-//! `error.rs` and `stats.rs` are under every layer; `wire.rs` is the decoder's public face (for
-//! the fuzzer).
+//! `error.rs` and `stats.rs` are under every layer; `init.rs` (what vecio takes of `FUSE_INIT`,
+//! pure) under `mount/`; `wire.rs` is the decoder's public face (for the fuzzer). Without the
+//! `server` feature (on by default) the crate is `abi/`, `init.rs` and `wire.rs` alone.
 //!
 //! ```no_run
 //! use vecio_fuse::{Config, Server};
@@ -40,25 +41,38 @@
 
 #![warn(missing_docs)]
 
+/// Declares each item only with the `server` feature (on by default): without it the crate is
+/// the kernel ABI, the `FUSE_INIT` policy and the decoder's public face (`abi`, `init`, `wire`),
+/// which is all the fuzz target builds (no vecio, io_uring or seccomp).
+macro_rules! server {
+    ($($item:item)*) => { $( #[cfg(feature = "server")] $item )* };
+}
+
 pub mod abi;
-mod error;
-mod fs;
-mod mount;
-mod ops;
-mod sandbox;
-mod server;
-mod stats;
-mod transport;
+mod init;
 pub mod wire;
 
-pub use error::{Errno, Error, Result};
-pub use fs::attr::Timeouts;
-pub use fs::held::{Held, HeldCounter};
-pub use fs::FsConfig;
-pub use mount::session::{max_pages_limit, Negotiated};
-pub use mount::MountOptions;
-pub use sandbox::seccomp::Seccomp;
-pub use sandbox::Sandbox;
-pub use server::{Config, Server, Summary, Unmounter};
-pub use stats::WorkerStats;
-pub use transport::uring::enabled as uring_enabled;
+pub use abi::errno::Errno;
+
+server! {
+    mod error;
+    mod fs;
+    mod mount;
+    mod ops;
+    mod sandbox;
+    mod server;
+    mod stats;
+    mod transport;
+
+    pub use error::{Error, Result};
+    pub use fs::attr::Timeouts;
+    pub use fs::held::{Held, HeldCounter};
+    pub use fs::FsConfig;
+    pub use mount::session::{max_pages_limit, Negotiated};
+    pub use mount::MountOptions;
+    pub use sandbox::seccomp::Seccomp;
+    pub use sandbox::Sandbox;
+    pub use server::{Config, Server, Summary, Unmounter};
+    pub use stats::WorkerStats;
+    pub use transport::uring::enabled as uring_enabled;
+}

@@ -3,7 +3,7 @@
 //! `FUSE_INIT` offer and what vecio takes from it. Nothing here touches a file or the kernel.
 
 use crate::abi::{InitFlags, InitIn};
-use crate::mount::session::InitWants;
+use crate::init::{agree, InitWants};
 
 pub use crate::abi::ext::Extensions;
 pub use crate::abi::request::{Body, Request};
@@ -27,5 +27,5 @@ pub fn agreed(offered: InitFlags) -> InitFlags {
         request_timeout: Some(30),
         idmap: true,
     };
-    crate::mount::session::agree(offered, &wants)
+    agree(offered, &wants)
 }

@@ -23,32 +23,42 @@
 
 #![warn(missing_docs)]
 
-mod access;
-mod activation;
-mod check;
-mod conn;
-mod dir;
-mod error;
-mod export;
-mod exports;
-mod handshake;
-mod held;
-mod holes;
-mod ops;
-pub mod proto;
-mod recv;
-mod send;
-mod server;
-mod sparse;
-mod stream;
-mod tls;
+/// Declares each item only with the `server` feature (on by default): without it the crate is
+/// [`proto`] alone, which is all the fuzz targets build (no TLS, no vecio, no I/O).
+macro_rules! server {
+    ($($item:item)*) => { $( #[cfg(feature = "server")] $item )* };
+}
 
-pub use access::{AddrRule, Authz, AuthzRule, Cred, IpFilter, MatchFormat, Peer, Policy};
-pub use activation::listen_fds;
-pub use dir::{check_name, ExportDir};
-pub use error::{Error, Malformed, Result};
-pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
-pub use held::{Held, HeldCounter};
-pub use server::{ListenAddr, Server, ServerOptions};
-pub use stream::ShutdownHandle;
-pub use tls::{Tls, TlsMode};
+pub mod proto;
+pub use proto::Malformed;
+
+server! {
+    mod access;
+    mod activation;
+    mod check;
+    mod conn;
+    mod dir;
+    mod error;
+    mod export;
+    mod exports;
+    mod handshake;
+    mod held;
+    mod holes;
+    mod ops;
+    mod recv;
+    mod send;
+    mod server;
+    mod sparse;
+    mod stream;
+    mod tls;
+
+    pub use access::{AddrRule, Authz, AuthzRule, Cred, IpFilter, MatchFormat, Peer, Policy};
+    pub use activation::listen_fds;
+    pub use dir::{check_name, ExportDir};
+    pub use error::{Error, Result};
+    pub use export::{Cache, Export, ExportOptions, MAX_PAYLOAD, MIN_BLOCK, PREFERRED_BLOCK};
+    pub use held::{Held, HeldCounter};
+    pub use server::{ListenAddr, Server, ServerOptions};
+    pub use stream::ShutdownHandle;
+    pub use tls::{Tls, TlsMode};
+}

@@ -1,6 +1,6 @@
 //! The NBD wire format (the NBD project's `doc/proto.md`): magic numbers, option, reply,
 //! command and flag values, and pure encode/decode functions. No I/O happens here; every
-//! decoder takes bytes and returns a value or a [`Malformed`](crate::Malformed) reason, never panics.
+//! decoder takes bytes and returns a value or a [`Malformed`] reason, never panics.
 //!
 //! All integers on the wire are big-endian; the fixed-size parts of messages are zerocopy
 //! structs (`wire.rs`). Commands are a [`Command`], errors an [`Errno`].
@@ -264,6 +264,7 @@ impl Framing {
 
 mod command;
 mod errno;
+mod malformed;
 mod options;
 #[cfg(test)]
 mod tests;
@@ -272,5 +273,6 @@ pub(crate) mod wire;
 
 pub use command::{cmd_name, Command, UnknownCommand};
 pub use errno::Errno;
+pub use malformed::Malformed;
 pub use options::*;
 pub use transmission::*;

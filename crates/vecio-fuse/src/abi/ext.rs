@@ -9,8 +9,8 @@ use std::ffi::CStr;
 
 use zerocopy::FromBytes;
 
+use super::errno::{Errno, OpResult};
 use crate::abi::{ExtHeader, Secctx};
-use crate::error::{Errno, OpResult};
 
 /// `FUSE_MAX_NR_SECCTX`: record types up to this are the security-context record.
 const MAX_NR_SECCTX: u32 = 31;

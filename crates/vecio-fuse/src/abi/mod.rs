@@ -5,8 +5,10 @@
 //! Structs are `repr(C)` with the kernel's explicit padding; zerocopy checks at compile time
 //! that they have no hidden padding, so a request can be read from, and a reply written to,
 //! plain bytes without `unsafe`. Nothing here touches a file or the kernel: every other layer
-//! builds on this one, and this one on nothing of the crate but its errors.
+//! builds on this one, and this one on nothing else of the crate (`errno`: the errno a failed
+//! request is answered with).
 
+pub(crate) mod errno;
 pub(crate) mod ext;
 mod flags;
 mod opcode;

@@ -4,8 +4,8 @@ use std::ffi::CStr;
 
 use zerocopy::FromBytes;
 
+use super::errno::{Errno, OpResult};
 use crate::abi::InHeader;
-use crate::error::{Errno, OpResult};
 
 /// One request: its header and the bytes after it.
 pub struct Request<'a> {

@@ -4,9 +4,9 @@
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::wire;
+use super::Malformed;
 use super::{info, ClientFlags, HandshakeFlags, TransmissionFlags};
 use super::{IHAVEOPT, MAX_STRING, NBDMAGIC, OPTION_HEADER_LEN, OPT_REPLY_MAGIC};
-use crate::error::Malformed;
 
 /// The server's first message of the newstyle handshake: `NBDMAGIC`, `IHAVEOPT`, flags.
 pub fn greeting(flags: HandshakeFlags) -> [u8; 18] {

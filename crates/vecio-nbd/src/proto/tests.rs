@@ -1,7 +1,7 @@
 //! Unit tests of the wire format.
 
+use super::Malformed;
 use super::*;
-use crate::error::Malformed;
 use proptest::prelude::*;
 
 #[test]

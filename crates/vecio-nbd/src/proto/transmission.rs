@@ -7,11 +7,11 @@ use std::ops::Deref;
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::wire;
+use super::Malformed;
 use super::STRUCTURED_REPLY_MAGIC;
 use super::{CmdFlags, Command, Errno, Framing, ReplyFlags, ReplyType, UnknownCommand};
 use super::{EXTENDED_REPLY_MAGIC, EXTENDED_REQUEST_LEN, EXTENDED_REQUEST_MAGIC, MAX_STRING};
 use super::{REQUEST_LEN, REQUEST_MAGIC, SIMPLE_REPLY_LEN, SIMPLE_REPLY_MAGIC};
-use crate::error::Malformed;
 
 /// One transmission request header, compact or extended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
