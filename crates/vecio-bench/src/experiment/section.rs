@@ -17,6 +17,17 @@ pub struct Target {
     pub met: bool,
 }
 
+impl Target {
+    /// A target: `text`, met or not.
+    pub fn new(text: String, met: bool) -> Target {
+        Target { text, met }
+    }
+}
+
+/// The note of a section whose ratios pair the repetitions.
+pub const PAIRED: &str =
+    "Ratios are medians of per-repetition ratios (both sides measured back to back).";
+
 /// A plot of a section.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plot {

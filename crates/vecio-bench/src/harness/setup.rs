@@ -195,7 +195,7 @@ fn scratch_lines(info: &serde_json::Value) -> Vec<(String, String)> {
 pub fn lines(
     setup: Option<&Setup>,
     meta: &RunMeta,
-    extra: Vec<(String, String)>,
+    extra: Vec<(&str, String)>,
     tools: &[&str],
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -216,9 +216,7 @@ pub fn lines(
     if let Some(i) = setup.and_then(|s| s.scratch.as_ref()) {
         out.extend(scratch_lines(i));
     }
-    for (k, v) in extra {
-        out.push((k, v));
-    }
+    out.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
     for t in tools {
         let version = setup
             .and_then(|s| s.tools.iter().find(|x| x.name == *t))

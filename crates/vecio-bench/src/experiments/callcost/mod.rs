@@ -231,6 +231,13 @@ pub struct CallcostReport {
     pub variants: Vec<VariantFigures>,
 }
 
+impl CallcostReport {
+    /// The figures of variant `v`, if measured.
+    pub fn variant(&self, v: Variant) -> Option<&VariantFigures> {
+        self.variants.iter().find(|x| x.variant == v)
+    }
+}
+
 /// Reads the page `calls` times through `variant`. This is also what the callgrind worker runs.
 pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
     let file = File::options().read(true).direct(Direct::Off).open(path)?;

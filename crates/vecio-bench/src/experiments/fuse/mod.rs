@@ -210,6 +210,13 @@ fn plan(subjects: &[Subject], buffered: bool) -> Vec<(usize, bool)> {
     p
 }
 
+impl FuseReport {
+    /// The cell of `subject`, `op`, direct or not.
+    pub fn cell(&self, subject: &str, op: Op, direct: bool) -> Option<&Cell> {
+        cell(&self.cells, subject, op, direct)
+    }
+}
+
 /// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
 pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     anyhow::ensure!(

@@ -225,6 +225,20 @@ impl Job {
         }
     }
 
+    /// The field of its headline figure in `results.json`: `iops` or `mb_s`.
+    pub fn field(self) -> &'static str {
+        if self.in_iops() {
+            "iops"
+        } else {
+            "mb_s"
+        }
+    }
+
+    /// Decimals of its headline figure: none for IOPS, one for MB/s.
+    pub fn prec(self) -> usize {
+        usize::from(!self.in_iops())
+    }
+
     /// The seed's IOPS: `(fio jobs, base, loop dio+aio)` for its two tests.
     pub fn seed_iops(self) -> [(u32, f64, f64); 2] {
         match self {

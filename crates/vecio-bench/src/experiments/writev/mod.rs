@@ -251,6 +251,23 @@ impl RowFigures {
         paired_median(&a, &b)
     }
 
+    /// The engine's median MB/s, if measured.
+    pub fn mb(&self, kind: EngineKind) -> Option<f64> {
+        Some(self.engine(kind)?.mb_s.median)
+    }
+
+    /// The engine's median system CPU per request, µs, if measured.
+    pub fn sys_us(&self, kind: EngineKind) -> Option<f64> {
+        median(
+            &self
+                .engine(kind)?
+                .samples
+                .iter()
+                .map(|s| s.sys_us_per_req)
+                .collect::<Vec<_>>(),
+        )
+    }
+
     /// As [`ratio`](Self::ratio), an engine against a fio job.
     pub fn ratio_to_fio(&self, a: EngineKind, fio: &Option<FioFigures>) -> Option<f64> {
         let a: Vec<f64> = self.engine(a)?.samples.iter().map(|s| s.mb_s).collect();
@@ -271,6 +288,13 @@ pub struct WritevReport {
     pub repeat: u32,
     /// The measured rows.
     pub rows: Vec<RowFigures>,
+}
+
+impl WritevReport {
+    /// The figures of row `r`, if it was measured.
+    pub fn row(&self, r: Row) -> Option<&RowFigures> {
+        self.rows.iter().find(|f| f.row == r)
+    }
 }
 
 /// Runs the experiment.
