@@ -1,8 +1,5 @@
-//! What an experiment is, as the rest of the bench sees it: the [`Experiment`] trait each one
-//! implements in its folder under `experiments/`, and [`Entry`], the same seen through one
-//! object-safe interface, which is all the registry, `bench all`, the command line and the
-//! report ever use. An experiment hands the report data (tables, plot specifications, targets,
-//! summary rows, figures to compare); drawing and printing them is the report's business.
+//! What an experiment is: the [`Experiment`] trait, and [`Entry`], the same behind one
+//! object-safe interface, which is all the registry, `bench all` and the report use.
 
 pub mod chart;
 pub mod options;

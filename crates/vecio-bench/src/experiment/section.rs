@@ -1,5 +1,5 @@
-//! What an experiment gives the report: its section (set-up, tables, plots, targets, notes),
-//! its rows of the one-screen summary, and the figures `vecio bench compare` compares.
+//! What an experiment gives the report: its section, its summary rows and the figures
+//! `vecio bench compare` compares.
 
 use serde::{Deserialize, Serialize};
 

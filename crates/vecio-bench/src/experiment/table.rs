@@ -1,7 +1,5 @@
-//! The tables an experiment measured, as data: cells that are text, or figures that carry their
-//! exact value and where they are in `results.json`. The report prints them to the terminal,
-//! Markdown and HTML; the HTML repeats each figure's value and pointer (`data-value`,
-//! `data-json`), so the numbers can be checked against the JSON mechanically.
+//! The tables an experiment measured, as data: text cells, and figures that carry their exact
+//! value and JSON pointer (the HTML repeats both); built column by column ([`Columns`]).
 
 use crate::harness::stats::Summary;
 

@@ -1,7 +1,5 @@
-//! The set-up of a `vecio bench all` run, recorded once beside its figures: the machine, what
-//! `vecio info --json` says about the scratch directory (filesystem, device, queue settings,
-//! which flags work; run as a process, as a user would, and recorded as it printed it), and the
-//! version of every peer tool the experiments run.
+//! A run's set-up, recorded once beside its figures (the machine, `vecio info --json` of the
+//! scratch directory, the tools' versions), and a section's set-up lines.
 
 use std::path::Path;
 use std::process::Command;

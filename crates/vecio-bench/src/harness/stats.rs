@@ -1,5 +1,4 @@
-//! Summary statistics over repeated measurements: mean, sample standard deviation, extremes,
-//! relative spread and median.
+//! Summary statistics over repeated measurements: mean, spread, extremes, medians.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +41,11 @@ impl Summary {
             max: finite().fold(f64::NEG_INFINITY, f64::max),
             n,
         })
+    }
+
+    /// [`Summary::of`] `samples`, all zeroes when there are none.
+    pub fn over(samples: impl IntoIterator<Item = f64>) -> Summary {
+        Summary::of(&samples.into_iter().collect::<Vec<_>>()).unwrap_or_default()
     }
 
     /// Relative spread, `stddev / mean` (the coefficient of variation); zero when the mean is

@@ -1,7 +1,5 @@
-//! The report as one self-contained HTML page: inline styles, inline SVG plots, and one inline
-//! script that checks every plot drew (non-empty box, some shapes) and writes the verdict into
-//! `#report-check` (`plots-ok N` or `plots-bad IDS`, hidden from the reader), so a headless
-//! browser can confirm it. The first screen is the verdict: one line per source document.
+//! The report as one self-contained HTML page: inline styles and SVG plots, and one script
+//! that checks every plot drew (`#report-check`, for a headless browser).
 
 use super::summary::{by_unit, unit_header, unit_heading};
 use super::verdict::{documents as docs, target_count, verdicts};

@@ -1,9 +1,6 @@
-//! The FUSE experiment: the scatter-gather direct-I/O thread (`seeds/004_79c7fe0e9c79c24f.txt`),
-//! re-measured. One thread opens a file with `O_DIRECT` and calls `preadv`/`pwritev` with 32
-//! segments of 4 KiB in a loop; the same file is reached natively, through `vecio fuse`
-//! (requests of up to 256 pages), through `vecio fuse --max-pages 1` (one request per segment,
-//! the seed's "before"), and through the libfuse passthrough examples. A second table measures
-//! buffered (not `O_DIRECT`) calls through `vecio fuse` with and without `FUSE_PASSTHROUGH`.
+//! The FUSE experiment: seed 004 (`seeds/004_79c7fe0e9c79c24f.txt`) re-measured: 32 x 4 KiB
+//! `preadv`/`pwritev` natively, through `vecio fuse` in several modes and the libfuse examples,
+//! `O_DIRECT` and buffered (docs/results.md, "fuse").
 
 mod goals;
 pub mod subjects;

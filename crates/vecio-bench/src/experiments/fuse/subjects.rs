@@ -1,6 +1,5 @@
-//! What the FUSE experiment measures through: the source directory itself, `vecio fuse`
-//! processes in several modes, and the libfuse passthrough examples Debian ships in
-//! libfuse3-dev, built here with the system's compiler.
+//! What the FUSE experiment measures through: the directory itself, `vecio fuse` in several
+//! modes, and libfuse's passthrough examples built here from libfuse3-dev.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

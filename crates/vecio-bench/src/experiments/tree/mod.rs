@@ -1,10 +1,5 @@
-//! A source tree's life through `vecio fuse` (issue 27): extract a tarball, walk the tree cold,
-//! read every file, remove it; natively on an ext4 directory, and through mounts of that same
-//! directory by `vecio fuse` (default options, `--passthrough`, `--uring`) and, when given,
-//! libfuse's `passthrough_hp`. Each phase is timed; rounds alternate the subjects' order.
-//!
-//! The mounts are the FUSE experiment's ([`crate::experiments::fuse::subjects`]): the same
-//! servers started the same way, waited on and stopped the same way.
+//! A source tree's life through `vecio fuse` (issue 27), natively and through the FUSE
+//! experiment's mounts: docs/fuse.md, "A tree's life".
 
 mod generate;
 pub mod phases;

@@ -1,20 +1,5 @@
-//! The loop experiment's TLS rows (issue 12): what TLS costs `vecio nbd` and qemu-nbd, each
-//! measured plain and over TLS in the same run.
-//!
-//! `vecio nbd` direct (`--cache=none`, the default io_uring engine) and `qemu-nbd
-//! --cache=none --aio=io_uring` serve one image on a Unix socket, plain and with
-//! `--tls=require` / `tls-creds-x509` (X.509 certificates the `openssl` command makes in the
-//! run's scratch directory, see [`crate::harness::certs`]). fio's `nbd` engine refuses URIs
-//! naming local files such as `tls-certificates`, so libnbd's own clients read
-//! ([`crate::harness::libnbd`]): `nbdcopy` reads the whole image to `null:` in 128 KiB
-//! requests, and a Python driver over libnbd keeps 4 KiB random reads in flight for the
-//! measurement time. Both keep [`DEPTH`] requests in flight on one connection, and the same
-//! client serves the plain and the TLS cell of a row, so the two differ by TLS alone.
-//!
-//! The image is the table's own when it is at most [`TLS_IMAGE`] bytes (nbdcopy reads a whole
-//! export), else a scratch image of that size. Every measurement starts a fresh server on an
-//! evicted image, as the table's do; within a repetition each server is measured plain and
-//! then over TLS, back to back.
+//! The loop experiment's TLS rows (issue 12): vecio nbd and qemu-nbd, each plain and over TLS
+//! in the same run, read by libnbd's clients (docs/nbd.md, "What TLS costs").
 
 #[cfg(test)]
 pub(crate) mod fixture;
@@ -96,7 +81,7 @@ impl TlsSample {
 
     /// The job's headline figure: IOPS for 4 KiB reads, MB/s for 128 KiB ones.
     pub fn figure(&self, job: Job) -> f64 {
-        job.headline(self.iops, self.mb_s)
+        job.pick(self.iops, self.mb_s)
     }
 }
 
