@@ -59,6 +59,15 @@ impl Summary {
     }
 }
 
+/// `x / of`, or 0 when `of` is not positive (a rate of nothing measured).
+pub fn per(x: f64, of: f64) -> f64 {
+    if of > 0.0 {
+        x / of
+    } else {
+        0.0
+    }
+}
+
 /// Median of `samples` (mean of the two middle values for an even count); `None` when empty.
 /// NaN samples are ignored.
 pub fn median(samples: &[f64]) -> Option<f64> {

@@ -7,41 +7,11 @@ use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{Section, SummaryRow};
 use crate::results::AllResults;
 
-const STYLE: &str = "
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;color:#1b1b1b;line-height:1.4}
-h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}
-table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}th{background:#f3f3f3;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.setup th{width:11em}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
-.miss{color:#b00000;font-weight:700}.ok{color:#06700b;font-weight:600}
-.not-measured{background:#fff4e0;border-left:4px solid #e6a23c;padding:.5em 1em}
-table.claims q{font-style:italic}
-figure.plot{margin:1em 1em 1em 0;display:inline-block;vertical-align:top}figure.plot svg{max-width:100%;height:auto}
-figcaption{font-size:.85em;color:#444;max-width:900px}nav a{margin-right:1em}
-#verdict table{font-size:.9em}#verdict td.mark{white-space:nowrap;font-weight:700}
-#verdict .count{font-size:1.15em;font-weight:600}
-";
+/// The page's styles.
+const STYLE: &str = include_str!("html/style.css");
 
-const SCRIPT: &str = "
-(function () {
-  var figs = document.querySelectorAll('figure.plot');
-  var bad = [];
-  for (var i = 0; i < figs.length; i++) {
-    var svg = figs[i].querySelector('svg');
-    var box = svg ? svg.getBoundingClientRect() : null;
-    var shapes = svg ? svg.querySelectorAll('rect,path,polyline,line,circle').length : 0;
-    if (!svg || !(box.width > 0 && box.height > 0) || shapes === 0) { bad.push(figs[i].id); }
-  }
-  var out = document.getElementById('report-check');
-  out.textContent = bad.length === 0 ? 'plots-ok ' + figs.length : 'plots-bad ' + bad.join(' ');
-  out.setAttribute('data-status', bad.length === 0 ? 'ok' : 'bad');
-  var verdict = document.getElementById('verdict');
-  if (verdict) {
-    out.setAttribute('data-verdict-bottom', Math.ceil(verdict.getBoundingClientRect().bottom));
-  }
-})();
-";
+/// The page's one script: checks every plot drew, for a headless browser.
+const SCRIPT: &str = include_str!("html/check.js");
 
 /// Escapes text for HTML.
 pub fn esc(s: &str) -> String {

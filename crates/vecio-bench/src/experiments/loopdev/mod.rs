@@ -29,7 +29,7 @@ use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::ServerProcess;
-use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::stats::{median, paired_median, per, Summary};
 use vecio_host::pagecache::{self, CacheSnapshot};
 use vecio_host::peers::Peers;
 
@@ -507,14 +507,8 @@ fn sample(
     disk_queue: Option<f64>,
 ) -> Sample {
     let (requests, bytes) = (r.requests(), r.bytes());
-    let per_req = |x: f64| if requests > 0.0 { x / requests } else { 0.0 };
-    let pct = |x: i64| {
-        if bytes > 0.0 {
-            100.0 * x as f64 / bytes
-        } else {
-            0.0
-        }
-    };
+    let per_req = |x: f64| per(x, requests);
+    let pct = |x: i64| per(100.0 * x as f64, bytes);
     Sample {
         iops: r.iops(),
         mb_s: r.total_mb_s,

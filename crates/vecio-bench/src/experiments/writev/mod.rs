@@ -20,7 +20,7 @@ use crate::harness::fio::{FioJob, FioResult, FioRw};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::stats::{median, paired_median, per, Summary};
 use measure::measure;
 
 /// Segments per request.
@@ -395,12 +395,10 @@ fn fio_figures(job: &str, results: &[FioResult]) -> Option<FioFigures> {
         return None;
     }
     let per_req = |r: &FioResult, x: f64| {
-        let reqs = (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0;
-        if reqs > 0.0 {
-            x / reqs
-        } else {
-            0.0
-        }
+        per(
+            x,
+            (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0,
+        )
     };
     let sys_us = |r: &FioResult| r.sys_cpu_pct / 100.0 * r.runtime_ms as f64 / 1000.0 * 1e6;
     let sys: Vec<f64> = results.iter().map(|r| per_req(r, sys_us(r))).collect();

@@ -110,11 +110,7 @@ pub struct LabCell {
 impl LabCell {
     /// The headline figure's summary (IOPS or MB/s).
     pub fn figure(&self) -> &Summary {
-        if self.job.in_iops() {
-            &self.iops
-        } else {
-            &self.mb_s
-        }
+        self.job.pick(&self.iops, &self.mb_s)
     }
 
     /// Median over the samples of `f`.

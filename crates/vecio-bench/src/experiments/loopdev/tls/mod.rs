@@ -17,7 +17,7 @@ use crate::harness::libnbd::{self, ClientRun, Endpoint};
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::stats::{median, paired_median, per, Summary};
 use vecio_host::pagecache;
 use vecio_host::peers::Peers;
 
@@ -56,26 +56,15 @@ pub struct TlsSample {
 impl TlsSample {
     /// The sample of a client run and the server's usage over it.
     fn of(run: &ClientRun, server: Usage) -> TlsSample {
-        let per_second = |x: f64| {
-            if run.seconds > 0.0 {
-                x / run.seconds
-            } else {
-                0.0
-            }
-        };
-        let requests = run.requests as f64;
+        let (requests, bytes) = (run.requests as f64, run.bytes as f64);
         TlsSample {
-            iops: per_second(requests),
-            mb_s: per_second(run.bytes as f64) / 1e6,
+            iops: per(requests, run.seconds),
+            mb_s: per(bytes, run.seconds) / 1e6,
             requests,
-            bytes: run.bytes as f64,
+            bytes,
             seconds: run.seconds,
-            client_cpu_pct: 100.0 * per_second(run.cpu_s),
-            cpu_us_per_req: if requests > 0.0 {
-                server.cpu_s() * 1e6 / requests
-            } else {
-                0.0
-            },
+            client_cpu_pct: 100.0 * per(run.cpu_s, run.seconds),
+            cpu_us_per_req: per(server.cpu_s() * 1e6, requests),
         }
     }
 
@@ -111,11 +100,7 @@ pub struct TlsCell {
 impl TlsCell {
     /// The headline figure's summary (IOPS or MB/s).
     pub fn figure(&self) -> &Summary {
-        if self.job.in_iops() {
-            &self.iops
-        } else {
-            &self.mb_s
-        }
+        self.job.pick(&self.iops, &self.mb_s)
     }
 
     /// Median over the samples of `f`.
@@ -277,20 +262,16 @@ type Samples = Vec<((Subject, bool, Job), Vec<TlsSample>)>;
 fn cells(samples: Samples) -> Vec<TlsCell> {
     samples
         .into_iter()
-        .map(|((subject, tls, job), s)| {
-            let summary =
-                |f: fn(&TlsSample) -> f64| Summary::of(&s.iter().map(f).collect::<Vec<_>>());
-            TlsCell {
-                subject,
-                name: subject.name().to_string(),
-                tls,
-                job,
-                job_name: job.name().to_string(),
-                client: client_name(job).to_string(),
-                iops: summary(|x| x.iops).unwrap_or_default(),
-                mb_s: summary(|x| x.mb_s).unwrap_or_default(),
-                samples: s,
-            }
+        .map(|((subject, tls, job), s)| TlsCell {
+            subject,
+            name: subject.name().to_string(),
+            tls,
+            job,
+            job_name: job.name().to_string(),
+            client: client_name(job).to_string(),
+            iops: Summary::over(s.iter().map(|x| x.iops)),
+            mb_s: Summary::over(s.iter().map(|x| x.mb_s)),
+            samples: s,
         })
         .collect()
 }
@@ -321,11 +302,7 @@ impl Bench<'_> {
         let mut idle = [[Usage::default(); 2]; 2];
         for (si, &subject) in SUBJECTS.iter().enumerate() {
             for tls in [false, true] {
-                let server_dir = tls.then(|| self.certs.server_dir());
-                let cost = self
-                    .lab
-                    .start(subject, server_dir)
-                    .and_then(|s| s.context("no server process")?.stop());
+                let cost = self.lab.idle(subject, tls.then(|| self.certs.server_dir()));
                 let how = if tls { "over TLS" } else { "plain" };
                 match cost {
                     Ok(u) => idle[si][usize::from(tls)] = u,
