@@ -207,12 +207,7 @@ fn first_lines(stderr: &str, stdout: &str) -> String {
 /// The installed fio's version string (`fio --version`, e.g. `fio-3.33`); `None` when fio is
 /// absent or does not answer.
 pub fn fio_version() -> Option<String> {
-    let out = Command::new("fio").arg("--version").output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!v.is_empty()).then_some(v)
+    crate::harness::server::first_line("fio", &["--version"])
 }
 
 /// True when the installed fio has the `nbd` engine (`fio --enghelp=nbd` succeeds).

@@ -7,6 +7,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::meta::{self, RunMeta};
+use crate::harness::server::first_line;
 use vecio_host::table::fmt_bytes;
 use vecio_host::{pagecache, system};
 
@@ -71,24 +72,6 @@ pub fn tools() -> Vec<Tool> {
         tool("libfuse", libfuse_version()),
         tool("valgrind", first_line("valgrind", &["--version"])),
     ]
-}
-
-/// The first line `program args` prints on stdout (or stderr), when it runs and succeeds.
-fn first_line(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = if out.stdout.is_empty() {
-        out.stderr
-    } else {
-        out.stdout
-    };
-    let text = String::from_utf8_lossy(&text);
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
 }
 
 /// libnbd's version, from `nbdinfo --version` (which prints its own line, then libnbd's).

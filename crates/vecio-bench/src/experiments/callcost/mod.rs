@@ -324,10 +324,7 @@ fn time_variant(variant: Variant, path: &Path, runtime: Duration) -> Result<f64>
 
 /// valgrind's version, when it is installed.
 pub fn valgrind_version() -> Option<String> {
-    let out = Command::new("valgrind").arg("--version").output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::harness::server::first_line("valgrind", &["--version"])
 }
 
 /// User-space instructions per call of `variant`: callgrind totals of the worker at two call

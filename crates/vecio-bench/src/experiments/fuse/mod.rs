@@ -396,13 +396,7 @@ fn errno_name(e: &std::io::Error) -> String {
 
 /// `pkg-config --modversion fuse3`.
 pub fn libfuse_version() -> Option<String> {
-    let out = std::process::Command::new("pkg-config")
-        .args(["--modversion", "fuse3"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::harness::server::first_line("pkg-config", &["--modversion", "fuse3"])
 }
 
 /// Why the experiment cannot run here, if it cannot.

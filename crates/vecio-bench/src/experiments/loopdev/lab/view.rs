@@ -103,14 +103,9 @@ pub fn targets(l: &LabReport) -> Vec<Target> {
     ] {
         for job in JOBS {
             if let Some(r) = l.ratio(job, v, peer) {
-                out.push(Target {
-                    text: format!(
-                        "lab, {}: vecio ublk = {r:.2}x {} (want >= {want}x)",
-                        job.name(),
-                        peer.name()
-                    ),
-                    met: r >= want,
-                });
+                let (job, peer) = (job.name(), peer.name());
+                let text = format!("lab, {job}: vecio ublk = {r:.2}x {peer} (want >= {want}x)");
+                out.push(Target::new(text, r >= want));
             }
         }
     }
@@ -120,15 +115,12 @@ pub fn targets(l: &LabReport) -> Vec<Target> {
             .filter_map(|&j| Some((j, l.cell(d, j)?.median_of(|s| s.cached_growth_pct)?)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((job, pct)) = worst {
-            out.push(Target {
-                text: format!(
-                    "lab: {} page-cache growth {pct:.2}% of the bytes moved at worst ({}) (want \
-                     <= {MAX_CACHED_PCT}%)",
-                    d.name(),
-                    job.name()
-                ),
-                met: pct <= MAX_CACHED_PCT,
-            });
+            let (d, job) = (d.name(), job.name());
+            let text = format!(
+                "lab: {d} page-cache growth {pct:.2}% of the bytes moved at worst ({job}) (want <= \
+                 {MAX_CACHED_PCT}%)"
+            );
+            out.push(Target::new(text, pct <= MAX_CACHED_PCT));
         }
     }
     out
