@@ -126,15 +126,6 @@ pub struct DataTable {
 }
 
 impl DataTable {
-    /// An empty table with these headers.
-    pub fn new(title: impl Into<String>, header: &[&str]) -> DataTable {
-        DataTable {
-            title: title.into(),
-            header: header.iter().map(|h| h.to_string()).collect(),
-            rows: Vec::new(),
-        }
-    }
-
     /// A table of one row per item of `rows`, the `i`-th found at `{base}/{i}` in
     /// `results.json`; its columns come from [`Columns::col`].
     pub fn over<R: Copy>(

@@ -189,6 +189,7 @@ impl Overall {
     }
 
     /// Seconds left in the whole run, as the display estimates it.
+    #[cfg(test)]
     pub fn left(&self) -> f64 {
         self.lock().left().1
     }

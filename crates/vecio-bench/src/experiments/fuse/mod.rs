@@ -21,7 +21,7 @@ use crate::harness::progress::Phase;
 use crate::harness::stats::{paired_median, Summary};
 use goals::targets;
 pub use goals::Goal;
-use subjects::{Kind, Subject};
+use subjects::Subject;
 use workload::Op;
 
 /// Options of `vecio bench fuse`.
@@ -176,12 +176,7 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
         ),
     ];
     for (ex, _) in libfuse {
-        v.push(Subject {
-            name: format!("libfuse {ex}"),
-            kind: Kind::Libfuse {
-                example: ex.clone(),
-            },
-        });
+        v.push(Subject::libfuse(format!("libfuse {ex}"), ex));
     }
     if buffered {
         v.push(vecio(VECIO_PASSTHROUGH, &["--passthrough"]));
@@ -220,10 +215,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
         rustix::process::geteuid().is_root(),
         "the FUSE experiment mounts file systems: run it as root"
     );
-    let dir = match &opts.common.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
+    let dir = opts.common.scratch_parent()?;
     crate::harness::scratch::ensure_free(&dir, opts.size)?;
     let tmp = crate::harness::cleanup::ScratchDir::new_in("fuse", &dir)?;
     let src = tmp.path().join("src");
@@ -233,21 +225,11 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     let (libfuse_bins, libfuse) = libfuse_peers(opts);
     let subjects = subjects(&libfuse_bins, !opts.no_buffered);
     let plan = plan(&subjects, !opts.no_buffered);
-    let mut mounted = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        let mp = tmp.path().join(format!("mnt{i}"));
-        mounted.push(
-            subjects::mount(s, exe, &libfuse_bins, &src, file_name, &mp)
-                .with_context(|| s.name.clone())?,
-        );
-    }
+    let file = |_| file_name.to_string();
+    let mounted = subjects::mount_all(&subjects, exe, &libfuse_bins, &src, file, tmp.path())?;
     let mut cells = empty_cells(&plan, &subjects);
     measure_all(&mut cells, &subjects, &mounted, opts);
-    for m in mounted {
-        if let Err(e) = m.stop() {
-            eprintln!("bench fuse: {e:#}");
-        }
-    }
+    subjects::stop_all(mounted, "bench fuse");
     for c in cells.iter_mut() {
         c.mb_s = Summary::of(&c.samples);
     }

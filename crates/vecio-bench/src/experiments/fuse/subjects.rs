@@ -61,6 +61,40 @@ impl Subject {
             },
         }
     }
+
+    /// libfuse's `example`, named `name`.
+    pub fn libfuse(name: String, example: &str) -> Subject {
+        let example = example.to_string();
+        Subject {
+            name,
+            kind: Kind::Libfuse { example },
+        }
+    }
+}
+
+/// Mounts every subject over `src` at `dir/mntI`, the data file `file(I)` in it.
+pub fn mount_all(
+    subjects: &[Subject],
+    exe: &Path,
+    libfuse: &[(String, PathBuf)],
+    src: &Path,
+    file: impl Fn(usize) -> String,
+    dir: &Path,
+) -> Result<Vec<Mounted>> {
+    let mount = |(i, s): (usize, &Subject)| {
+        let mp = dir.join(format!("mnt{i}"));
+        mount(s, exe, libfuse, src, &file(i), &mp).with_context(|| s.name.clone())
+    };
+    subjects.iter().enumerate().map(mount).collect()
+}
+
+/// Unmounts every subject, saying what failed as `who`.
+pub fn stop_all(mounted: Vec<Mounted>, who: &str) {
+    for m in mounted {
+        if let Err(e) = m.stop() {
+            eprintln!("{who}: {e:#}");
+        }
+    }
 }
 
 /// A mounted subject; unmounts and stops its server when dropped.

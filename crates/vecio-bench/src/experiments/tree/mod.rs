@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::options::{parse_count, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed, Target};
-use crate::experiments::fuse::subjects::{self, Kind, Mounted, Subject};
+use crate::experiments::fuse::subjects::{self, Mounted, Subject};
 use crate::experiments::fuse::{NATIVE, VECIO, VECIO_PASSTHROUGH, VECIO_URING};
 use crate::harness::cleanup::{remove_tree, ScratchDir};
 use crate::harness::meta::RunMeta;
@@ -165,12 +165,7 @@ fn subjects(hp: bool) -> Vec<Subject> {
         Subject::vecio(VECIO_URING, &["--uring"]),
     ];
     if hp {
-        v.push(Subject {
-            name: HP.into(),
-            kind: Kind::Libfuse {
-                example: subjects::HP_PASSTHROUGH.into(),
-            },
-        });
+        v.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
     }
     v
 }
@@ -180,11 +175,7 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(why) = crate::experiments::fuse::cannot_run() {
         anyhow::bail!("the tree experiment cannot run: {why}");
     }
-    let dir = match &opts.common.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
-    let tmp = ScratchDir::new_in("tree", &dir)?;
+    let tmp = ScratchDir::new_in("tree", &opts.common.scratch_parent()?)?;
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
@@ -194,13 +185,8 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
         .iter()
         .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p.clone()))
         .collect();
-    let mut mounted = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        let mp = tmp.path().join(format!("mnt{i}"));
-        let m = subjects::mount(s, exe, &hp, &src, &format!("t{i}"), &mp)
-            .with_context(|| s.name.clone())?;
-        mounted.push(m);
-    }
+    let file = |i| format!("t{i}");
+    let mounted = subjects::mount_all(&subjects, exe, &hp, &src, file, tmp.path())?;
     let mut results: Vec<SubjectResult> = subjects.iter().map(empty_result).collect();
     let caches_not_dropped = phases::drop_caches().err().map(|e| format!("{e:#}"));
     for round in 0..opts.common.repeat {
@@ -217,11 +203,7 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
             }
         }
     }
-    for m in mounted {
-        if let Err(e) = m.stop() {
-            eprintln!("bench tree: {e:#}");
-        }
-    }
+    subjects::stop_all(mounted, "bench tree");
     for r in &mut results {
         for p in &mut r.phases {
             p.seconds = Summary::of(&p.samples);
