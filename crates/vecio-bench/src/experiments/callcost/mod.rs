@@ -117,12 +117,9 @@ impl Experiment for Callcost {
     const ABOUT: &'static str =
         "Expense of read_iter (2021): cost per call of a cached 4 KiB read, raw and through vecio";
     const FIELDS: &'static [&'static str] = &["variants"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = CallcostOptions;
     type Report = CallcostReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn command(cmd: clap::Command) -> clap::Command {
         cmd.mut_arg("runtime", |a| a.default_value("1"))

@@ -53,12 +53,9 @@ impl Experiment for Fuse {
     const ABOUT: &'static str = "FUSE scatter-gather direct I/O (2012): 32 x 4 KiB O_DIRECT \
         preadv/pwritev through vecio fuse, its per-segment mode, the libfuse examples, and natively";
     const FIELDS: &'static [&'static str] = &["cells", "subjects", "max_pages_limit"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = FuseOptions;
     type Report = FuseReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut FuseOptions, p: &Preset) {
         o.common.dir = p.dir.clone();

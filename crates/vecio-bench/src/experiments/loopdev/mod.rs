@@ -82,12 +82,9 @@ impl Experiment for Loop {
         vecio nbd direct and buffered, qemu-nbd and nbdkit, driven by fio's nbd engine; then \
         vecio nbd and qemu-nbd plain and over TLS, read by nbdcopy and a libnbd driver";
     const FIELDS: &'static [&'static str] = &["cells", "servers"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = LoopOptions;
     type Report = LoopReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn command(cmd: clap::Command) -> clap::Command {
         cmd.mut_arg("file", |a| a.conflicts_with("dir"))

@@ -60,12 +60,9 @@ impl Experiment for Nowait {
     const ABOUT: &'static str =
         "preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool";
     const FIELDS: &'static [&'static str] = &["workloads"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = NowaitOptions;
     type Report = NowaitReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut NowaitOptions, p: &Preset) {
         o.common.dir = p.dir.clone();

@@ -56,12 +56,9 @@ impl Experiment for Tokio {
         "tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, \
                                  73/18/9 mix (seed 002)";
     const FIELDS: &'static [&'static str] = &["cells"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = TokioOptions;
     type Report = TokioReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn command(cmd: clap::Command) -> clap::Command {
         cmd.mut_arg("runtime", |a| a.default_value("3"))

@@ -52,12 +52,9 @@ impl Experiment for Tree {
     const ABOUT: &'static str = "A source tree's life (issue 27): tar -x, cold walk, read all, \
         rm -rf natively and through vecio fuse (default, --passthrough, --uring)";
     const FIELDS: &'static [&'static str] = &["tree", "rounds", "subjects"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = TreeOptions;
     type Report = TreeReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut TreeOptions, p: &Preset) {
         o.common.dir = p.dir.clone();

@@ -61,12 +61,9 @@ impl Experiment for Writev {
     const ABOUT: &'static str =
         "readv/writev rework (2002): 32 KiB = 8 x 4 KiB O_DIRECT requests, serial vs batched";
     const FIELDS: &'static [&'static str] = &["rows", "meta"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = WritevOptions;
     type Report = WritevReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut WritevOptions, p: &Preset) {
         o.common.dir = p.dir.clone();
