@@ -22,40 +22,30 @@ pub fn esc(s: &str) -> String {
 }
 
 fn cell(c: &Cell) -> String {
-    match c {
-        Cell::Text(t) => format!("<td>{}</td>", esc(t)),
-        Cell::Num {
-            text,
-            value,
-            json: Some(p),
-        } => format!(
-            "<td class=\"num\" data-json=\"{}\" data-value=\"{value}\">{}</td>",
-            esc(p),
-            esc(text)
-        ),
-        Cell::Num {
-            text,
-            value,
-            json: None,
-        } => format!(
-            "<td class=\"num derived\" data-value=\"{value}\">{}</td>",
-            esc(text)
-        ),
-    }
+    let Cell::Num { text, value, json } = c else {
+        return format!("<td>{}</td>", esc(c.shown()));
+    };
+    let (class, pointer) = match json {
+        Some(p) => ("num", format!(" data-json=\"{}\"", esc(p))),
+        None => ("num derived", String::new()),
+    };
+    let text = esc(text);
+    format!("<td class=\"{class}\"{pointer} data-value=\"{value}\">{text}</td>")
+}
+
+/// A table's header row.
+fn header<S: AsRef<str>>(cells: impl IntoIterator<Item = S>) -> String {
+    let cells: String = cells
+        .into_iter()
+        .map(|h| format!("<th>{}</th>", esc(h.as_ref())))
+        .collect();
+    format!("<tr>{cells}</tr>\n")
 }
 
 fn table(t: &DataTable) -> String {
-    let mut out = format!("<table>\n<caption>{}</caption>\n<tr>", esc(&t.title));
-    for h in &t.header {
-        out += &format!("<th>{}</th>", esc(h));
-    }
-    out += "</tr>\n";
+    let mut out = format!("<table>\n<caption>{}</caption>\n", esc(&t.title)) + &header(&t.header);
     for row in &t.rows {
-        out += "<tr>";
-        for c in row {
-            out += &cell(c);
-        }
-        out += "</tr>\n";
+        out += &format!("<tr>{}</tr>\n", row.iter().map(cell).collect::<String>());
     }
     out + "</table>\n"
 }
@@ -89,13 +79,10 @@ fn anchor_of<'a>(sections: &'a [Section], row: &SummaryRow) -> &'a str {
 
 fn unit_table(unit: &str, rows: &[&SummaryRow], sections: &[Section]) -> String {
     let mut out = format!(
-        "<table class=\"summary-table\" data-unit=\"{}\">\n<tr>",
+        "<table class=\"summary-table\" data-unit=\"{}\">\n",
         esc(unit)
     );
-    for h in unit_header(unit) {
-        out += &format!("<th>{}</th>", esc(&h));
-    }
-    out += "</tr>\n";
+    out += &header(unit_header(unit));
     for r in rows {
         let target = match &r.target {
             Some(v) => format!("{} {}", mark(v.met), esc(&v.want)),
