@@ -1,10 +1,6 @@
-//! `vecio bench all`: every experiment in turn under one progress display, each one's section
-//! printed as it ends, everything gathered into one [`AllResults`]. An experiment that cannot
-//! run (a missing tool) or fails is recorded as not measured, with the reason, and the run goes
-//! on.
-//!
-//! `--quick` presets make the whole run a smoke test of under three minutes on two cores:
-//! small files, half-second measurements, two repetitions where a spread matters most.
+//! `vecio bench all`: every experiment in turn under one progress display, each section printed
+//! as it ends, gathered into one [`AllResults`]; one that cannot run or fails is recorded as not
+//! measured, with the reason, and the run goes on (docs/report.md).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
-//! Every experiment, in the order `bench all` runs them, and those it leaves out. The command
-//! line, `bench all`, the report and `compare` know the experiments through these lists alone.
+//! Every experiment, in the order `bench all` runs them, and those it leaves out: all the
+//! command line, `bench all`, the report and `compare` know of them.
 
 use crate::experiment::Entry;
 use crate::experiments::{callcost, fuse, loopdev, nowait, tokio_reads, tree, writev};

@@ -1,6 +1,5 @@
-//! `results.json`: everything one `vecio bench all` run measured, in one document the report,
-//! `vecio bench compare` and later runs read back. Every experiment is optional: one that did
-//! not run is named in [`AllResults::not_measured`] with the reason.
+//! `results.json`: everything one `vecio bench all` run measured; an experiment that did not
+//! run is named in [`AllResults::not_measured`] with the reason.
 
 use std::collections::BTreeMap;
 use std::path::Path;

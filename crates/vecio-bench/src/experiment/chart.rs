@@ -1,5 +1,5 @@
-//! What a plot shows, as data: grouped bars with the repetitions' spread and the seed's mark,
-//! or curves. The report draws them (`report::plot`).
+//! What a plot shows, as data: grouped bars (spread and the seed's mark) or curves; drawn by
+//! `report::plot`.
 
 use crate::harness::stats::Summary;
 

@@ -1,8 +1,5 @@
-//! What an experiment is, as the rest of the bench sees it: the [`Experiment`] trait each one
-//! implements in its folder under `experiments/`, and [`Entry`], the same seen through one
-//! object-safe interface, which is all the registry, `bench all`, the command line and the
-//! report ever use. An experiment hands the report data (tables, plot specifications, targets,
-//! summary rows, figures to compare); drawing and printing them is the report's business.
+//! What an experiment is: the [`Experiment`] trait, and [`Entry`], the same behind one
+//! object-safe interface, which is all the registry, `bench all` and the report use.
 
 pub mod chart;
 pub mod options;
@@ -51,14 +48,14 @@ pub trait Experiment: Sync + 'static {
     const ABOUT: &'static str;
     /// Top-level fields of its own `--json` file, which tell that file apart.
     const FIELDS: &'static [&'static str];
+    /// The seed document it re-measures, with what that document claimed.
+    const SEED: &'static Seed;
     /// Its options on the command line.
     type Options: Args + FromArgMatches + Clone;
     /// Everything one run measured: its `--json` file and its field of `results.json`, and
     /// what the report shows of it.
     type Report: View;
 
-    /// The seed document it re-measures, with what that document claimed.
-    fn seed() -> &'static Seed;
     /// Its command line, to change a shared option's default (`mut_arg`).
     fn command(cmd: Command) -> Command {
         cmd
@@ -106,7 +103,7 @@ pub type RunOnce = Box<dyn FnOnce(&Env) -> Result<Value>>;
 pub trait Entry: Sync {
     /// [`Experiment::KEY`].
     fn key(&self) -> &'static str;
-    /// [`Experiment::seed`].
+    /// [`Experiment::SEED`].
     fn seed(&self) -> &'static Seed;
     /// Its subcommand: `vecio bench KEY [OPTIONS]`.
     fn command(&self) -> Command;
@@ -154,7 +151,7 @@ impl<E: Experiment> Entry for E {
     }
 
     fn seed(&self) -> &'static Seed {
-        E::seed()
+        E::SEED
     }
 
     fn command(&self) -> Command {
@@ -175,7 +172,7 @@ impl<E: Experiment> Entry for E {
     }
 
     fn section(&self, v: &Value, setup: Option<&Setup>) -> Result<Section> {
-        let mut s = Section::new(E::KEY, E::seed());
+        let mut s = Section::new(E::KEY, E::SEED);
         parse::<E>(v)?.section(setup, &mut s);
         Ok(s)
     }

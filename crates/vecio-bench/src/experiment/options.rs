@@ -1,8 +1,5 @@
-//! Options several experiments share, defined once: where scratch files go, how long and how
-//! often to measure, where the figures go ([`Common`]); the user's file ([`Source`]); and the
-//! presets and overrides of `bench all` ([`Preset`]). Numbers on the command line are byte
-//! sizes (`4096`, `4k`, `256M`, `1G`, `1GiB`, powers of 1024), counts and seconds; each parser
-//! refuses zero, so clap reports it as a usage error (exit status 2) before anything runs.
+//! Options several experiments share ([`Common`], [`Source`]) and `bench all`'s presets
+//! ([`Preset`]); the parsers of sizes (`4k`, `256M`, `1GiB`), counts and seconds refuse zero.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,6 +36,13 @@ pub struct Common {
     /// Write every figure to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+impl Common {
+    /// Where scratch files go: `--dir`, else the current directory.
+    pub fn scratch_parent(&self) -> std::io::Result<PathBuf> {
+        self.dir.clone().map_or_else(std::env::current_dir, Ok)
+    }
 }
 
 /// The user's own file or block device, instead of a scratch file.

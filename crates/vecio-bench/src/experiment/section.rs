@@ -1,5 +1,5 @@
-//! What an experiment gives the report: its section (set-up, tables, plots, targets, notes),
-//! its rows of the one-screen summary, and the figures `vecio bench compare` compares.
+//! What an experiment gives the report: its section, its summary rows and the figures
+//! `vecio bench compare` compares.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,17 @@ pub struct Target {
     /// Whether it was met.
     pub met: bool,
 }
+
+impl Target {
+    /// A target: `text`, met or not.
+    pub fn new(text: String, met: bool) -> Target {
+        Target { text, met }
+    }
+}
+
+/// The note of a section whose ratios pair the repetitions.
+pub const PAIRED: &str =
+    "Ratios are medians of per-repetition ratios (both sides measured back to back).";
 
 /// A plot of a section.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,5 @@
-//! A source document as the report presents it: who wrote it and when, what it showed, and its
-//! claims in its own words. Each experiment's folder holds the entry of the document it
-//! re-measures.
+//! A source document as the report presents it: who wrote it and when, and its claims in its
+//! own words.
 
 /// A claim of a seed: its own words and the figure they give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,5 @@
-//! The tables an experiment measured, as data: cells that are text, or figures that carry their
-//! exact value and where they are in `results.json`. The report prints them to the terminal,
-//! Markdown and HTML; the HTML repeats each figure's value and pointer (`data-value`,
-//! `data-json`), so the numbers can be checked against the JSON mechanically.
+//! The tables an experiment measured, as data: text cells, and figures that carry their exact
+//! value and JSON pointer (the HTML repeats both); built column by column ([`Columns`]).
 
 use crate::harness::stats::Summary;
 
@@ -91,6 +89,31 @@ impl Cell {
     }
 }
 
+impl From<&str> for Cell {
+    fn from(s: &str) -> Cell {
+        Cell::text(s)
+    }
+}
+
+impl From<String> for Cell {
+    fn from(s: String) -> Cell {
+        Cell::Text(s)
+    }
+}
+
+impl From<&String> for Cell {
+    fn from(s: &String) -> Cell {
+        Cell::text(s)
+    }
+}
+
+/// `-` where there is no figure.
+impl From<Option<Cell>> for Cell {
+    fn from(c: Option<Cell>) -> Cell {
+        c.unwrap_or_else(|| Cell::text("-"))
+    }
+}
+
 /// A table of a section.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DataTable {
@@ -103,13 +126,88 @@ pub struct DataTable {
 }
 
 impl DataTable {
-    /// An empty table with these headers.
-    pub fn new(title: impl Into<String>, header: &[&str]) -> DataTable {
-        DataTable {
+    /// A table of one row per item of `rows`, the `i`-th found at `{base}/{i}` in
+    /// `results.json`; its columns come from [`Columns::col`].
+    pub fn over<R: Copy>(
+        title: impl Into<String>,
+        base: &str,
+        rows: impl IntoIterator<Item = R>,
+    ) -> Columns<R> {
+        let rows = rows.into_iter().enumerate();
+        DataTable::at(title, rows.map(|(i, r)| (format!("{base}/{i}"), r)))
+    }
+
+    /// A table of one row per item of `rows`, each with where it is in `results.json`.
+    pub fn at<R: Copy>(
+        title: impl Into<String>,
+        rows: impl IntoIterator<Item = (String, R)>,
+    ) -> Columns<R> {
+        let rows: Vec<(At, R)> = rows.into_iter().map(|(at, r)| (At(at), r)).collect();
+        let table = DataTable {
             title: title.into(),
-            header: header.iter().map(|h| h.to_string()).collect(),
-            rows: Vec::new(),
+            header: Vec::new(),
+            rows: vec![Vec::new(); rows.len()],
+        };
+        Columns { table, rows }
+    }
+}
+
+/// Where a table's row is in `results.json` (`/writev/rows/3`): its figures' pointers start
+/// there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct At(String);
+
+impl At {
+    /// The figure `v` at `field` below the row, with `prec` decimals.
+    pub fn json(&self, v: f64, prec: usize, field: &str) -> Cell {
+        Cell::json(v, prec, format!("{}/{field}", self.0))
+    }
+
+    /// The [`Summary`] at `field` below the row ([`Cell::summary`]).
+    pub fn summary(&self, s: &Summary, prec: usize, field: &str) -> Cell {
+        Cell::summary(s, prec, format!("{}/{field}", self.0))
+    }
+
+    /// The share at `field` below the row, as a percentage.
+    pub fn share(&self, v: f64, field: &str) -> Cell {
+        Cell::share(v, format!("{}/{field}", self.0))
+    }
+}
+
+/// A table being built one column at a time, each column a header and a function from a row
+/// (and where it is in `results.json`) to its cell.
+pub struct Columns<R> {
+    table: DataTable,
+    rows: Vec<(At, R)>,
+}
+
+impl<R: Copy> Columns<R> {
+    /// Adds the column `header`, its cell in each row `cell(at, row)`.
+    pub fn col<C: Into<Cell>>(mut self, header: &str, cell: impl Fn(&At, R) -> C) -> Self {
+        self.table.header.push(header.to_string());
+        for ((at, r), row) in self.rows.iter().zip(&mut self.table.rows) {
+            row.push(cell(at, *r).into());
         }
+        self
+    }
+
+    /// [`col`](Self::col) when `shown`, else nothing.
+    pub fn col_if<C: Into<Cell>>(
+        self,
+        shown: bool,
+        header: &str,
+        cell: impl Fn(&At, R) -> C,
+    ) -> Self {
+        if shown {
+            self.col(header, cell)
+        } else {
+            self
+        }
+    }
+
+    /// The table.
+    pub fn done(self) -> DataTable {
+        self.table
     }
 }
 

@@ -1,11 +1,5 @@
-//! X.509 certificates for servers measured over TLS, made with the `openssl` command in a
-//! scratch directory: a CA, a server certificate it signs (CN `localhost`, SAN `localhost`
-//! and `127.0.0.1`), laid out as nbdkit, qemu and `vecio nbd` read them, and a client
-//! directory holding only the CA's certificate, as libnbd's `tls-certificates` reads it.
-//!
-//! The keys are RSA 2048, the common case both GnuTLS (qemu-nbd, libnbd) and rustls
-//! (`vecio nbd`) accept; the certificates are valid for two days. The directory is the
-//! caller's scratch directory, so the keys go with it when the run ends or is stopped.
+//! X.509 certificates for servers measured over TLS, made with `openssl` in a scratch
+//! directory (docs/report.md, "The harness").
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,18 +1,5 @@
-//! What a benchmark leaves on the machine while it runs, and how it goes away when the run is
-//! stopped: scratch files and directories, FUSE mounts, child servers.
-//!
-//! Every such thing is registered here while it exists ([`track_path`], [`track_child`]) and
-//! unregistered when its owner drops it the ordinary way. When the run is stopped by SIGINT,
-//! SIGTERM or a panic, [`remove_all`] undoes what is still registered: mounts under the
-//! registered directories are detached (`umount2(MNT_DETACH)`, which never blocks on a dead
-//! FUSE server), child servers get SIGTERM and then SIGKILL, files and directories are removed.
-//! Child servers also die with the bench process itself (`PR_SET_PDEATHSIG`,
-//! [`die_with_parent`]), so not even SIGKILL leaves one behind.
-//!
-//! Directories vecio creates are named `vecio-KIND-PID-XXXXXX` ([`ScratchDir`]); the next run
-//! removes those whose process is gone ([`sweep_stale`]), mounts included, so a run stopped by
-//! SIGKILL or a power cut never leaves the next one short of space or tripping over a dead
-//! mount.
+//! What a run leaves on the machine (scratch files, mounts, child servers) and how it goes away
+//! when the run is stopped: docs/report.md, "The harness".
 
 use std::io;
 use std::os::unix::process::CommandExt;

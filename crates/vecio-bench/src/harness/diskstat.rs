@@ -1,7 +1,5 @@
-//! The block device's average queue depth over a measurement, from the `time_in_queue` field
-//! of `/sys/class/block/DEV/stat` (Documentation/block/stat.rst: milliseconds spent by all
-//! requests in the queue, so its growth over a wall-clock interval is the mean number of
-//! requests in flight). Other I/O to the same device counts too.
+//! The device's mean queue depth over a measurement, from `time_in_queue` in
+//! `/sys/class/block/DEV/stat`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,5 @@
-//! fio as a peer: detect it, run one job as a child process, parse its JSON report.
-//!
-//! Every job runs `time_based` for its runtime, as one job with `group_reporting`, and never
-//! recreates an existing file (`--allow_file_create=0`), so fio and vecio measure the same bytes
-//! on disk. Throughput is reported in MB/s, where **1 MB = 10^6 bytes** (fio's `bw_bytes` divided
-//! by 10^6), not MiB.
+//! fio as a peer: detect it, run one job as a child process, parse its JSON report; MB/s is
+//! 10^6 bytes/s (docs/report.md, "The harness").
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -211,12 +207,7 @@ fn first_lines(stderr: &str, stdout: &str) -> String {
 /// The installed fio's version string (`fio --version`, e.g. `fio-3.33`); `None` when fio is
 /// absent or does not answer.
 pub fn fio_version() -> Option<String> {
-    let out = Command::new("fio").arg("--version").output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!v.is_empty()).then_some(v)
+    crate::harness::server::first_line("fio", &["--version"])
 }
 
 /// True when the installed fio has the `nbd` engine (`fio --enghelp=nbd` succeeds).
@@ -248,6 +239,28 @@ pub struct FioResult {
     pub ctx: u64,
     /// How long the job ran, in milliseconds (`job_runtime`).
     pub runtime_ms: u64,
+}
+
+impl FioResult {
+    /// Reads and writes per second.
+    pub fn iops(&self) -> f64 {
+        self.read_iops + self.write_iops
+    }
+
+    /// Seconds the job ran.
+    pub fn secs(&self) -> f64 {
+        self.runtime_ms as f64 / 1000.0
+    }
+
+    /// Requests completed.
+    pub fn requests(&self) -> f64 {
+        self.iops() * self.secs()
+    }
+
+    /// Bytes moved.
+    pub fn bytes(&self) -> f64 {
+        self.total_mb_s * 1e6 * self.secs()
+    }
 }
 
 /// The fields of fio's JSON report vecio reads; missing ones count as zero.

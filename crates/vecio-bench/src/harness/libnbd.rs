@@ -1,10 +1,5 @@
-//! libnbd's clients, for reads that fio's `nbd` engine cannot make: fio gives libnbd no
-//! leave to open local files, so a URI naming `tls-certificates` is refused. Sequential reads
-//! go through `nbdcopy` to `null:`; random reads through a small driver over libnbd's Python
-//! binding (`nbd_randread.py`: one connection, a fixed number of reads in flight). Both talk
-//! to a server on a Unix socket, plain or over TLS with the CA's certificate in a directory
-//! (libnbd checks no host name over a Unix socket, so the certificate is not verified there;
-//! the traffic is encrypted all the same).
+//! libnbd's clients (`nbdcopy`, a Python driver) for the reads fio's `nbd` engine cannot make
+//! (docs/report.md, "The harness").
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

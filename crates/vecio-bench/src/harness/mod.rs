@@ -1,6 +1,5 @@
-//! What every experiment shares: fio and libnbd's clients as peers, servers as processes, TLS
-//! certificates, scratch files, CPU accounting, the page cache, statistics, text tables, progress bars, facts about the machine,
-//! and the clean-up of what a stopped bench leaves behind.
+//! What every experiment shares: peers, servers as processes, scratch files, CPU accounting,
+//! statistics, progress, the machine's facts and the clean-up (docs/report.md, "The harness").
 
 pub mod certs;
 pub mod cleanup;

@@ -1,10 +1,5 @@
-//! The overall progress of a run of several experiments (`vecio bench all`): one line saying
-//! which experiment runs, how long it has left and how long the whole run has left, with each
-//! experiment's own bars (see [`crate::harness::progress`]) drawn beneath it.
-//!
-//! Estimates come from each experiment's settings; once experiments finish, the rest are scaled
-//! by how far the finished ones were off. Without a terminal (or with `VECIO_NO_PROGRESS`), each
-//! experiment's start is one plain line on stderr instead.
+//! The overall progress of `vecio bench all`: one line over each experiment's own bars
+//! (docs/report.md, "The harness").
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -194,6 +189,7 @@ impl Overall {
     }
 
     /// Seconds left in the whole run, as the display estimates it.
+    #[cfg(test)]
     pub fn left(&self) -> f64 {
         self.lock().left().1
     }

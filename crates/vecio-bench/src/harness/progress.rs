@@ -1,8 +1,5 @@
-//! Progress bars on stderr for anything longer than a moment: a timed phase (a measurement that
-//! runs for a fixed duration) and a byte count (filling a scratch file).
-//!
-//! Bars are hidden when stderr is not a terminal or when the `VECIO_NO_PROGRESS` environment
-//! variable is set (CI), so logs stay clean.
+//! Progress bars on stderr: a timed phase and a byte count, hidden without a terminal or with
+//! `VECIO_NO_PROGRESS`.
 
 use std::io::IsTerminal;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};

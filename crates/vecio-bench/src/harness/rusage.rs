@@ -1,9 +1,4 @@
-//! CPU time and context switches, from `getrusage(2)` and `wait4(2)`.
-//!
-//! Snapshots are taken before and after a measured phase and subtracted with [`Usage::delta`].
-//! A thread snapshot ([`Usage::thread`], `RUSAGE_THREAD`) isolates one worker; the children's
-//! ([`Usage::children`]) counts the clients run as processes; a server measured as a process
-//! of its own is read from `wait4(2)` when it is stopped ([`Usage::of`]).
+//! CPU time and context switches, from `getrusage(2)` and `wait4(2)`, subtracted around a phase.
 
 use std::io;
 

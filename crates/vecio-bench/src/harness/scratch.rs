@@ -1,11 +1,5 @@
-//! The file a benchmark runs on: the user's file or block device, or a scratch file vecio
-//! creates, fills with real data and deletes afterwards.
-//!
-//! A created file is filled with random (non-zero) bytes written with `O_DIRECT` in 1 MiB
-//! chunks, then fsynced. It is not `fallocate`d: unwritten extents make `O_DIRECT` reads return
-//! zeros without touching the disk, which would measure nothing. It lives in a temporary
-//! directory on the filesystem of the directory given (default: the current directory, not
-//! `/tmp`, which is often tmpfs and has no disk behind it).
+//! The file a benchmark runs on: the user's file or device, or a scratch file vecio creates,
+//! fills with real data and deletes (docs/report.md, "The harness").
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, SeekFrom};

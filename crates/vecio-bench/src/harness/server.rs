@@ -1,14 +1,5 @@
-//! A server measured as a separate process: start it on a Unix socket (or on a TCP port it
-//! announces), wait until it accepts connections, stop it (SIGTERM, then SIGKILL) and collect
-//! what the whole process consumed from `wait4(2)`.
-//!
-//! `wait4`'s `rusage` covers every thread the process ever had, including the per-connection
-//! threads that exit when a client disconnects; `/proc/PID/task/*/status` forgets those, so a
-//! server is started for each measurement and its usage read when it is reaped.
-//!
-//! A [`ServerProcess`] that is dropped without [`ServerProcess::stop`] (an error, a panic) is
-//! still signalled and reaped, and every server dies with the thread that started it
-//! (`PR_SET_PDEATHSIG`), so no server outlives the benchmark.
+//! A server measured as a process: started, waited on until it listens, stopped and reaped
+//! with `wait4(2)` for its whole life's usage (docs/report.md, "The harness").
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -265,4 +256,22 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+/// The first line `program args` prints on stdout (or stderr), when it runs and succeeds.
+pub fn first_line(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = if out.stdout.is_empty() {
+        out.stderr
+    } else {
+        out.stdout
+    };
+    let text = String::from_utf8_lossy(&text);
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
 }

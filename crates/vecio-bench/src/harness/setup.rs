@@ -1,7 +1,5 @@
-//! The set-up of a `vecio bench all` run, recorded once beside its figures: the machine, what
-//! `vecio info --json` says about the scratch directory (filesystem, device, queue settings,
-//! which flags work; run as a process, as a user would, and recorded as it printed it), and the
-//! version of every peer tool the experiments run.
+//! A run's set-up, recorded once beside its figures (the machine, `vecio info --json` of the
+//! scratch directory, the tools' versions), and a section's set-up lines.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,6 +7,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::meta::{self, RunMeta};
+use crate::harness::server::first_line;
 use vecio_host::table::fmt_bytes;
 use vecio_host::{pagecache, system};
 
@@ -73,24 +72,6 @@ pub fn tools() -> Vec<Tool> {
         tool("libfuse", libfuse_version()),
         tool("valgrind", first_line("valgrind", &["--version"])),
     ]
-}
-
-/// The first line `program args` prints on stdout (or stderr), when it runs and succeeds.
-fn first_line(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = if out.stdout.is_empty() {
-        out.stderr
-    } else {
-        out.stdout
-    };
-    let text = String::from_utf8_lossy(&text);
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
 }
 
 /// libnbd's version, from `nbdinfo --version` (which prints its own line, then libnbd's).
@@ -195,7 +176,7 @@ fn scratch_lines(info: &serde_json::Value) -> Vec<(String, String)> {
 pub fn lines(
     setup: Option<&Setup>,
     meta: &RunMeta,
-    extra: Vec<(String, String)>,
+    extra: Vec<(&str, String)>,
     tools: &[&str],
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -216,9 +197,7 @@ pub fn lines(
     if let Some(i) = setup.and_then(|s| s.scratch.as_ref()) {
         out.extend(scratch_lines(i));
     }
-    for (k, v) in extra {
-        out.push((k, v));
-    }
+    out.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
     for t in tools {
         let version = setup
             .and_then(|s| s.tools.iter().find(|x| x.name == *t))

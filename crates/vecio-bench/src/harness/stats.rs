@@ -1,5 +1,4 @@
-//! Summary statistics over repeated measurements: mean, sample standard deviation, extremes,
-//! relative spread and median.
+//! Summary statistics over repeated measurements: mean, spread, extremes, medians.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +43,11 @@ impl Summary {
         })
     }
 
+    /// [`Summary::of`] `samples`, all zeroes when there are none.
+    pub fn over(samples: impl IntoIterator<Item = f64>) -> Summary {
+        Summary::of(&samples.into_iter().collect::<Vec<_>>()).unwrap_or_default()
+    }
+
     /// Relative spread, `stddev / mean` (the coefficient of variation); zero when the mean is
     /// zero. 0.05 means the runs scatter by about 5 %.
     pub fn relative_spread(&self) -> f64 {
@@ -52,6 +56,15 @@ impl Summary {
         } else {
             (self.stddev / self.mean).abs()
         }
+    }
+}
+
+/// `x / of`, or 0 when `of` is not positive (a rate of nothing measured).
+pub fn per(x: f64, of: f64) -> f64 {
+    if of > 0.0 {
+        x / of
+    } else {
+        0.0
     }
 }
 

@@ -1,11 +1,5 @@
-//! `vecio bench compare A.json B.json`: every figure two runs share, B over A, with changes
-//! flagged where they exceed the run-to-run noise each file measured.
-//!
-//! Each figure's noise is its relative spread (standard deviation over mean of the
-//! repetitions) in its own file. A figure measured once borrows the median spread of its
-//! experiment's repeated figures in that file; with none, the change is not judged. A change is
-//! flagged when `|B/A - 1|` exceeds twice the combined spread `sqrt(sa² + sb²)` (and 1%).
-//! Instruction counts (callgrind) are counted once; their experiment says their noise.
+//! `vecio bench compare A.json B.json`: every figure two runs share, B over A, changes flagged
+//! beyond the noise each file measured (the rule: docs/report.md, "vecio bench compare").
 
 use std::path::Path;
 

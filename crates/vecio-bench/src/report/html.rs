@@ -1,7 +1,5 @@
-//! The report as one self-contained HTML page: inline styles, inline SVG plots, and one inline
-//! script that checks every plot drew (non-empty box, some shapes) and writes the verdict into
-//! `#report-check` (`plots-ok N` or `plots-bad IDS`, hidden from the reader), so a headless
-//! browser can confirm it. The first screen is the verdict: one line per source document.
+//! The report as one self-contained HTML page: inline styles and SVG plots, and one script
+//! that checks every plot drew (`#report-check`, for a headless browser).
 
 use super::summary::{by_unit, unit_header, unit_heading};
 use super::verdict::{documents as docs, target_count, verdicts};
@@ -9,41 +7,11 @@ use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{Section, SummaryRow};
 use crate::results::AllResults;
 
-const STYLE: &str = "
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 2em;color:#1b1b1b;line-height:1.4}
-h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-bottom:.3em}
-table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}th{background:#f3f3f3;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.setup th{width:11em}caption{caption-side:top;text-align:left;font-weight:600;padding:.3em 0}
-.miss{color:#b00000;font-weight:700}.ok{color:#06700b;font-weight:600}
-.not-measured{background:#fff4e0;border-left:4px solid #e6a23c;padding:.5em 1em}
-table.claims q{font-style:italic}
-figure.plot{margin:1em 1em 1em 0;display:inline-block;vertical-align:top}figure.plot svg{max-width:100%;height:auto}
-figcaption{font-size:.85em;color:#444;max-width:900px}nav a{margin-right:1em}
-#verdict table{font-size:.9em}#verdict td.mark{white-space:nowrap;font-weight:700}
-#verdict .count{font-size:1.15em;font-weight:600}
-";
+/// The page's styles.
+const STYLE: &str = include_str!("html/style.css");
 
-const SCRIPT: &str = "
-(function () {
-  var figs = document.querySelectorAll('figure.plot');
-  var bad = [];
-  for (var i = 0; i < figs.length; i++) {
-    var svg = figs[i].querySelector('svg');
-    var box = svg ? svg.getBoundingClientRect() : null;
-    var shapes = svg ? svg.querySelectorAll('rect,path,polyline,line,circle').length : 0;
-    if (!svg || !(box.width > 0 && box.height > 0) || shapes === 0) { bad.push(figs[i].id); }
-  }
-  var out = document.getElementById('report-check');
-  out.textContent = bad.length === 0 ? 'plots-ok ' + figs.length : 'plots-bad ' + bad.join(' ');
-  out.setAttribute('data-status', bad.length === 0 ? 'ok' : 'bad');
-  var verdict = document.getElementById('verdict');
-  if (verdict) {
-    out.setAttribute('data-verdict-bottom', Math.ceil(verdict.getBoundingClientRect().bottom));
-  }
-})();
-";
+/// The page's one script: checks every plot drew, for a headless browser.
+const SCRIPT: &str = include_str!("html/check.js");
 
 /// Escapes text for HTML.
 pub fn esc(s: &str) -> String {
@@ -54,40 +22,30 @@ pub fn esc(s: &str) -> String {
 }
 
 fn cell(c: &Cell) -> String {
-    match c {
-        Cell::Text(t) => format!("<td>{}</td>", esc(t)),
-        Cell::Num {
-            text,
-            value,
-            json: Some(p),
-        } => format!(
-            "<td class=\"num\" data-json=\"{}\" data-value=\"{value}\">{}</td>",
-            esc(p),
-            esc(text)
-        ),
-        Cell::Num {
-            text,
-            value,
-            json: None,
-        } => format!(
-            "<td class=\"num derived\" data-value=\"{value}\">{}</td>",
-            esc(text)
-        ),
-    }
+    let Cell::Num { text, value, json } = c else {
+        return format!("<td>{}</td>", esc(c.shown()));
+    };
+    let (class, pointer) = match json {
+        Some(p) => ("num", format!(" data-json=\"{}\"", esc(p))),
+        None => ("num derived", String::new()),
+    };
+    let text = esc(text);
+    format!("<td class=\"{class}\"{pointer} data-value=\"{value}\">{text}</td>")
+}
+
+/// A table's header row.
+fn header<S: AsRef<str>>(cells: impl IntoIterator<Item = S>) -> String {
+    let cells: String = cells
+        .into_iter()
+        .map(|h| format!("<th>{}</th>", esc(h.as_ref())))
+        .collect();
+    format!("<tr>{cells}</tr>\n")
 }
 
 fn table(t: &DataTable) -> String {
-    let mut out = format!("<table>\n<caption>{}</caption>\n<tr>", esc(&t.title));
-    for h in &t.header {
-        out += &format!("<th>{}</th>", esc(h));
-    }
-    out += "</tr>\n";
+    let mut out = format!("<table>\n<caption>{}</caption>\n", esc(&t.title)) + &header(&t.header);
     for row in &t.rows {
-        out += "<tr>";
-        for c in row {
-            out += &cell(c);
-        }
-        out += "</tr>\n";
+        out += &format!("<tr>{}</tr>\n", row.iter().map(cell).collect::<String>());
     }
     out + "</table>\n"
 }
@@ -121,13 +79,10 @@ fn anchor_of<'a>(sections: &'a [Section], row: &SummaryRow) -> &'a str {
 
 fn unit_table(unit: &str, rows: &[&SummaryRow], sections: &[Section]) -> String {
     let mut out = format!(
-        "<table class=\"summary-table\" data-unit=\"{}\">\n<tr>",
+        "<table class=\"summary-table\" data-unit=\"{}\">\n",
         esc(unit)
     );
-    for h in unit_header(unit) {
-        out += &format!("<th>{}</th>", esc(&h));
-    }
-    out += "</tr>\n";
+    out += &header(unit_header(unit));
     for r in rows {
         let target = match &r.target {
             Some(v) => format!("{} {}", mark(v.met), esc(&v.want)),

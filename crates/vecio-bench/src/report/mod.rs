@@ -1,12 +1,6 @@
-//! The reproduction report: one section per experiment, in the order of the source documents
-//! (seed 000 to 004), each with what the seed claimed, the set-up here, the measured tables and
-//! SVG plots, written as a self-contained `index.html` (no network needed: plots are inline
-//! SVG, styles and the one script are inline), `report.md` (plots beside it in `plots/`) and
-//! `results.json`; and the same tables on the terminal ([`text`]).
-//!
-//! Everything is built from an [`AllResults`] and the experiments' [`Entry`]s, so a recorded
-//! `results.json` renders again without running anything. The report knows experiments through
-//! that interface only.
+//! The reproduction report, built from an [`AllResults`] and the experiments' [`Entry`]s alone:
+//! `index.html`, `report.md` and `results.json`, and the same tables on the terminal ([`text`]).
+//! What it shows: docs/report.md.
 
 pub mod compare;
 pub mod html;

@@ -1,6 +1,5 @@
-//! The one-screen summary: for each seed result, the seed's figure, vecio's, the best peer's,
-//! vecio over the peer, and whether vecio met its target, in one table per unit. Printed at the
-//! end of `vecio bench all` and at the top of the report.
+//! The one-screen summary: each seed result beside vecio's and the best peer's figure, one
+//! table per unit.
 
 use crate::experiment::table::num;
 use crate::experiment::SummaryRow;

@@ -1,5 +1,4 @@
-//! The report on the terminal: a section as an experiment prints it when it ends (what the seed
-//! claimed, the set-up, the same tables as the report, notes, targets), and the summary that
+//! The report on the terminal: a section as an experiment prints it, and the summary that
 //! ends `vecio bench all` and `vecio bench report`.
 
 use vecio_host::table::Table;

@@ -1,7 +1,5 @@
-//! The report's first screen: one verdict line per section (what its source document claimed,
-//! vecio's figure, the best figure of another program, and how many of the section's own
-//! targets this run met), and a total that is the sum of the sections' target lists, so the two
-//! can never disagree.
+//! The report's first screen: one verdict line per section and a target count summed over the
+//! sections' own lists, so the two cannot disagree.
 
 use crate::experiment::Section;
 

@@ -1,11 +1,6 @@
-//! The call-cost experiment: the "expense of read_iter" thread (`seeds/003_f92c9aae2b9a0629.txt`),
-//! re-measured. The same cached 4 KiB page is read over and over, through the raw system call
-//! and through each vecio path; the cost per call is reported in nanoseconds and, when valgrind
-//! is installed, in instructions from callgrind.
-//!
-//! Callgrind counts instructions executed in user space only: the kernel's share of a call is
-//! invisible to it. Its figures say exactly what vecio adds on top of the system call, and
-//! they repeat run after run where times do not. Times include the kernel.
+//! The call-cost experiment: seed 003 (`seeds/003_f92c9aae2b9a0629.txt`) re-measured. One cached
+//! 4 KiB page read over and over, raw and through each vecio path: nanoseconds per call, and
+//! user-space instructions from callgrind, which repeat where times do not (docs/results.md).
 
 mod view;
 
@@ -15,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use clap::{Arg, ArgMatches, Args};
+use clap::{ArgMatches, Args, FromArgMatches};
 use serde::{Deserialize, Serialize};
 use vecio::engine::{PoolEngine, PoolOptions};
 use vecio::fast_read::FastReadMode;
@@ -122,12 +117,9 @@ impl Experiment for Callcost {
     const ABOUT: &'static str =
         "Expense of read_iter (2021): cost per call of a cached 4 KiB read, raw and through vecio";
     const FIELDS: &'static [&'static str] = &["variants"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = CallcostOptions;
     type Report = CallcostReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn command(cmd: clap::Command) -> clap::Command {
         cmd.mut_arg("runtime", |a| a.default_value("1"))
@@ -144,13 +136,9 @@ impl Experiment for Callcost {
     /// Ten variants per repetition, 2.2 times the runtime each (calibration and timing), and
     /// about 10 s of callgrind.
     fn estimate(o: &CallcostOptions) -> Duration {
-        let grind = if !o.no_callgrind && valgrind_version().is_some() {
-            10.0
-        } else {
-            0.0
-        };
+        let grind = (!o.no_callgrind && valgrind_version().is_some()).then_some(10.0);
         let calls = 10.0 * o.common.repeat as f64 * o.common.runtime.as_secs_f64() * 2.2;
-        Duration::from_secs_f64(calls + grind)
+        Duration::from_secs_f64(calls + grind.unwrap_or(0.0))
     }
 
     fn run(opts: &CallcostOptions, env: &Env) -> Result<CallcostReport> {
@@ -158,30 +146,10 @@ impl Experiment for Callcost {
     }
 
     fn helper() -> Option<Helper> {
-        let command = clap::Command::new("callcost-worker")
-            .about(
-                "Runs N calls of one callcost variant (what callgrind counts); not for direct use",
-            )
-            .hide(true)
-            .arg(
-                Arg::new("variant")
-                    .long("variant")
-                    .required(true)
-                    .help("Variant name, as `callcost` prints it"),
-            )
-            .arg(
-                Arg::new("calls")
-                    .long("calls")
-                    .required(true)
-                    .value_parser(clap::value_parser!(u64))
-                    .help("Number of calls"),
-            )
-            .arg(
-                Arg::new("file")
-                    .required(true)
-                    .value_parser(clap::value_parser!(PathBuf))
-                    .help("The page file"),
-            );
+        let about =
+            "Runs N calls of one callcost variant (what callgrind counts); not for direct use";
+        let command = WorkerArgs::augment_args(clap::Command::new("callcost-worker"));
+        let command = command.about(about).hide(true);
         Some(Helper {
             command,
             run: worker,
@@ -189,15 +157,28 @@ impl Experiment for Callcost {
     }
 }
 
+/// The callgrind worker's command line.
+#[derive(Args)]
+struct WorkerArgs {
+    /// Variant name, as `callcost` prints it
+    #[arg(long, value_name = "variant")]
+    variant: String,
+    /// Number of calls
+    #[arg(long, value_name = "calls")]
+    calls: u64,
+    /// The page file
+    #[arg(value_name = "file")]
+    file: PathBuf,
+}
+
 /// The callgrind worker: `--calls` reads of the page file through `--variant`.
 fn worker(m: &ArgMatches) -> Result<()> {
-    let name = m.get_one::<String>("variant").context("--variant")?;
-    let v = Variant::from_name(name).with_context(|| format!("unknown variant {name:?}"))?;
-    let calls = *m.get_one::<u64>("calls").context("--calls")?;
+    let a = WorkerArgs::from_arg_matches(m)?;
+    let v = Variant::from_name(&a.variant);
     run_calls(
-        v,
-        m.get_one::<PathBuf>("file").context("the page file")?,
-        calls,
+        v.with_context(|| format!("unknown variant {:?}", a.variant))?,
+        &a.file,
+        a.calls,
     )
 }
 
@@ -229,6 +210,13 @@ pub struct CallcostReport {
     pub valgrind: Option<String>,
     /// Per variant.
     pub variants: Vec<VariantFigures>,
+}
+
+impl CallcostReport {
+    /// The figures of variant `v`, if measured.
+    pub fn variant(&self, v: Variant) -> Option<&VariantFigures> {
+        self.variants.iter().find(|x| x.variant == v)
+    }
 }
 
 /// Reads the page `calls` times through `variant`. This is also what the callgrind worker runs.
@@ -333,10 +321,7 @@ fn time_variant(variant: Variant, path: &Path, runtime: Duration) -> Result<f64>
 
 /// valgrind's version, when it is installed.
 pub fn valgrind_version() -> Option<String> {
-    let out = Command::new("valgrind").arg("--version").output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::harness::server::first_line("valgrind", &["--version"])
 }
 
 /// User-space instructions per call of `variant`: callgrind totals of the worker at two call
@@ -374,18 +359,11 @@ fn instructions(exe: &Path, variant: Variant, path: &Path) -> Result<f64> {
 
 /// Runs the experiment. `exe` is the vecio binary, run under callgrind for instruction counts.
 pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport> {
-    let dir = match &opts.common.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
+    let dir = opts.common.scratch_parent()?;
     let tmp = crate::harness::cleanup::ScratchDir::new_in("callcost", &dir)?;
     let path = tmp.path().join("page.dat");
     std::fs::write(&path, vec![0x5a_u8; 64 * 1024]).context("writing the page file")?;
-    let valgrind = if !opts.no_callgrind {
-        valgrind_version()
-    } else {
-        None
-    };
+    let valgrind = (!opts.no_callgrind).then(valgrind_version).flatten();
     let steps = Variant::ALL.len() as u32 * opts.common.repeat;
     let phase = Phase::timed("bench callcost", opts.common.runtime * steps);
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); Variant::ALL.len()];
@@ -396,26 +374,22 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
         }
     }
     phase.finish();
-    let mut variants = Vec::new();
-    for (i, &v) in Variant::ALL.iter().enumerate() {
-        let instructions = match (&valgrind, exe) {
-            (Some(_), Some(exe)) => match instructions(exe, v, &path) {
-                Ok(n) => Some(n),
-                Err(e) => {
-                    eprintln!("callcost: no instruction count for {}: {e:#}", v.name());
-                    None
-                }
-            },
-            _ => None,
-        };
-        variants.push(VariantFigures {
-            variant: v,
-            name: v.name().to_string(),
-            ns: Summary::of(&ns[i]).unwrap_or_default(),
-            ns_samples: ns[i].clone(),
-            instructions,
-        });
-    }
+    let exe = exe.filter(|_| valgrind.is_some());
+    let counted = |v: Variant| match instructions(exe?, v, &path) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            eprintln!("callcost: no instruction count for {}: {e:#}", v.name());
+            None
+        }
+    };
+    let variants = Variant::ALL.iter().zip(ns).map(|(&v, ns)| VariantFigures {
+        variant: v,
+        name: v.name().to_string(),
+        ns: Summary::over(ns.iter().copied()),
+        ns_samples: ns,
+        instructions: counted(v),
+    });
+    let variants: Vec<VariantFigures> = variants.collect();
     Ok(CallcostReport {
         meta: RunMeta::collect(&path),
         runtime_s: opts.common.runtime.as_secs_f64(),

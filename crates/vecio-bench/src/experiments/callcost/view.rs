@@ -30,24 +30,21 @@ pub(super) const SEED: Seed = Seed {
 impl View for CallcostReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
         let c = self;
-        let extra = vec![(
-            "workload".to_string(),
-            format!(
-                "the same cached 4 KiB page, buffered; {:.2} s x {} per variant; instructions: {}",
-                c.runtime_s,
-                c.repeat,
-                c.valgrind
-                    .as_deref()
-                    .map_or("not counted (no valgrind)".to_string(), |v| format!(
-                        "user space only, from callgrind ({v})"
-                    ))
-            ),
-        )];
-        s.setup = lines(setup, &c.meta, extra, &["valgrind"]);
+        let instructions = c
+            .valgrind
+            .as_deref()
+            .map_or("not counted (no valgrind)".into(), |v| {
+                format!("user space only, from callgrind ({v})")
+            });
+        let workload = format!(
+            "the same cached 4 KiB page, buffered; {:.2} s x {} per variant; instructions: \
+             {instructions}",
+            c.runtime_s, c.repeat
+        );
+        s.setup = lines(setup, &c.meta, vec![("workload", workload)], &["valgrind"]);
         s.tables.push(table(c));
-        let caption =
-            "Dark dashes: the raw pread loop's figure times 1.10, the seed's cost of the \
-                       iterator path; vecio's single-buffer paths should stay under them.";
+        let caption = "Dark dashes: the raw pread loop's figure times 1.10, the seed's cost of \
+                       the iterator path; vecio's single-buffer paths should stay under them.";
         s.plots.push(Plot::new(
             "s003-ns",
             "Nanoseconds per call",
@@ -76,52 +73,47 @@ impl View for CallcostReport {
                 "1.10",
             )];
         };
-        let find = |x: Variant| c.variants.iter().find(|v| v.variant == x);
         let mut out = Vec::new();
-        for (x, limit) in [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)] {
-            let Some(v) = find(x) else { continue };
-            let counted = v.instructions.is_some();
-            let (what, mine) = if counted {
-                ("instructions", instr_vs_raw(c, v))
-            } else {
-                ("time", time_vs_raw(c, v))
+        for (x, limit) in LIMITS {
+            let Some(v) = c.variant(x) else { continue };
+            let (what, mine) = match v.instructions {
+                Some(_) => ("instructions", instr_vs_raw(c, v)),
+                None => ("time", time_vs_raw(c, v)),
             };
-            out.push(SummaryRow {
+            // Raw preadv2's ratio is a system call's, not another program's: it stays in the
+            // section's table.
+            let result = format!("{} {what}/raw pread", x.name());
+            let seed_figure = format!("{SEED_OVERHEAD:.2}");
+            let target = at_most(mine, limit, "x");
+            out.push(SummaryRow::own(
                 seed,
-                result: format!("{} {what}/raw pread", x.name()),
-                unit: "x",
-                seed_figure: format!("{SEED_OVERHEAD:.2}"),
-                vecio: num(mine, 2),
-                // Raw preadv2's ratio is a system call's, not another program's: it stays in the
-                // section's table.
-                peer: "-".into(),
-                ratio: None,
-                target: at_most(mine, limit, "x"),
-            });
+                result,
+                "x",
+                seed_figure,
+                num(mine, 2),
+                target,
+            ));
         }
         out
     }
 
     /// callcost's figures: ns per call and, when counted, instructions per variant.
     fn metrics(&self) -> Vec<Metric> {
-        let c = self;
         let mut out = Vec::new();
-        for v in &c.variants {
+        for v in &self.variants {
             out.push(Metric::of(
                 Callcost::KEY,
                 format!("{} ns", v.name),
                 &v.ns,
                 false,
             ));
-            if let Some(i) = v.instructions {
-                out.push(Metric {
-                    experiment: Callcost::KEY,
-                    name: format!("{} instructions", v.name),
-                    value: i,
-                    spread: Some(INSTRUCTION_SPREAD),
-                    higher_is_better: false,
-                });
-            }
+            out.extend(v.instructions.map(|i| Metric {
+                experiment: Callcost::KEY,
+                name: format!("{} instructions", v.name),
+                value: i,
+                spread: Some(INSTRUCTION_SPREAD),
+                higher_is_better: false,
+            }));
         }
         out
     }
@@ -130,42 +122,28 @@ impl View for CallcostReport {
 /// The seed's cost of the iterator path over the plain one (read was 10% faster).
 const SEED_OVERHEAD: f64 = 1.10;
 
-fn raw(c: &CallcostReport) -> Option<&VariantFigures> {
-    c.variants.iter().find(|v| v.variant == Variant::RawPread)
-}
+/// The single-buffer paths and the most they may cost over the raw pread loop.
+const LIMITS: [(Variant, f64); 2] = [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)];
 
 fn time_vs_raw(c: &CallcostReport, v: &VariantFigures) -> Option<f64> {
-    paired_median(&v.ns_samples, &raw(c)?.ns_samples)
+    paired_median(&v.ns_samples, &c.variant(Variant::RawPread)?.ns_samples)
 }
 
 fn instr_vs_raw(c: &CallcostReport, v: &VariantFigures) -> Option<f64> {
-    div(v.instructions, raw(c)?.instructions)
+    div(v.instructions, c.variant(Variant::RawPread)?.instructions)
 }
 
 fn table(c: &CallcostReport) -> DataTable {
-    let mut t = DataTable::new(
-        "Cost per call: ns (median ± relative std dev) and user-space instructions",
-        &[
-            "variant",
-            "ns/call",
-            "vs raw pread",
-            "instructions/call",
-            "vs raw pread",
-        ],
-    );
-    for (i, v) in c.variants.iter().enumerate() {
-        t.rows.push(vec![
-            Cell::text(&v.name),
-            Cell::summary(&v.ns, 0, format!("/callcost/variants/{i}/ns")),
-            Cell::ratio(time_vs_raw(c, v)),
-            match v.instructions {
-                Some(n) => Cell::json(n, 1, format!("/callcost/variants/{i}/instructions")),
-                None => Cell::text("-"),
-            },
-            Cell::ratio(instr_vs_raw(c, v)),
-        ]);
-    }
-    t
+    let title = "Cost per call: ns (median ± relative std dev) and user-space instructions";
+    DataTable::over(title, "/callcost/variants", &c.variants)
+        .col("variant", |_, v| &v.name)
+        .col("ns/call", |at, v| at.summary(&v.ns, 0, "ns"))
+        .col("vs raw pread", |_, v| Cell::ratio(time_vs_raw(c, v)))
+        .col("instructions/call", |at, v| {
+            v.instructions.map(|n| at.json(n, 1, "instructions"))
+        })
+        .col("vs raw pread", |_, v| Cell::ratio(instr_vs_raw(c, v)))
+        .done()
 }
 
 /// A variant's name short enough to sit under its bar.
@@ -177,49 +155,31 @@ fn short(name: &str) -> String {
 }
 
 fn bars(c: &CallcostReport, instructions: bool) -> Bars {
-    let raw_figure = raw(c).and_then(|r| {
-        if instructions {
-            r.instructions
-        } else {
-            Some(r.ns.median)
+    let figure = |v: &VariantFigures| match instructions {
+        true => v.instructions.map(BarValue::plain),
+        false => Some(BarValue::of(&v.ns)),
+    };
+    let raw = c.variant(Variant::RawPread).and_then(figure);
+    let groups = c.variants.iter().map(|v| {
+        let mark = (v.variant != Variant::RawPread).then(|| raw.map(|x| x.value * SEED_OVERHEAD));
+        BarGroup {
+            label: short(&v.name),
+            values: vec![figure(v).map(|b| b.marked(mark.flatten()))],
         }
     });
-    let groups = c
-        .variants
-        .iter()
-        .map(|v| {
-            let value = if instructions {
-                v.instructions.map(BarValue::plain)
-            } else {
-                Some(BarValue::of(&v.ns))
-            };
-            let mark = (v.variant != Variant::RawPread)
-                .then(|| raw_figure.map(|x| x * SEED_OVERHEAD))
-                .flatten();
-            BarGroup {
-                label: short(&v.name),
-                values: vec![value.map(|b| b.marked(mark))],
-            }
-        })
-        .collect();
+    let (title, y_label, series) = match instructions {
+        true => (
+            "user-space instructions per call",
+            "instructions",
+            "instructions",
+        ),
+        false => ("ns per call", "ns", "ns/call"),
+    };
     Bars {
-        title: if instructions {
-            "A cached 4 KiB read: user-space instructions per call (seed 003)".into()
-        } else {
-            "A cached 4 KiB read: ns per call (seed 003)".into()
-        },
-        y_label: if instructions {
-            "instructions".into()
-        } else {
-            "ns".into()
-        },
-        series: vec![if instructions {
-            "instructions"
-        } else {
-            "ns/call"
-        }
-        .into()],
-        groups,
+        title: format!("A cached 4 KiB read: {title} (seed 003)"),
+        y_label: y_label.into(),
+        series: vec![series.into()],
+        groups: groups.collect(),
         mark_label: "raw pread x 1.10 (the seed's read_iter cost)".into(),
     }
 }
@@ -227,27 +187,18 @@ fn bars(c: &CallcostReport, instructions: bool) -> Bars {
 /// The issue's targets: instructions where counted, else time.
 fn targets(r: &CallcostReport) -> Vec<Target> {
     let mut out = Vec::new();
-    for (v, limit) in [(Variant::ReadAt, 1.05), (Variant::ReadvAt1, 1.10)] {
-        let Some(f) = r.variants.iter().find(|x| x.variant == v) else {
-            continue;
-        };
-        if let Some(x) = instr_vs_raw(r, f) {
-            out.push(Target {
-                text: format!(
-                    "{}: {x:.3}x the instructions of the raw pread loop (want <= {limit:.2}x)",
-                    v.name()
-                ),
-                met: x <= limit,
-            });
-        }
-        if let Some(x) = time_vs_raw(r, f) {
-            out.push(Target {
-                text: format!(
-                    "{}: {x:.3}x the time of the raw pread loop (want <= {limit:.2}x)",
-                    v.name()
-                ),
-                met: x <= limit,
-            });
+    for (v, limit) in LIMITS {
+        let Some(f) = r.variant(v) else { continue };
+        let measures = [
+            ("instructions", instr_vs_raw(r, f)),
+            ("time", time_vs_raw(r, f)),
+        ];
+        for (what, x) in measures.into_iter().filter_map(|(w, x)| Some((w, x?))) {
+            let text = format!(
+                "{}: {x:.3}x the {what} of the raw pread loop (want <= {limit:.2}x)",
+                v.name()
+            );
+            out.push(Target::new(text, x <= limit));
         }
     }
     out

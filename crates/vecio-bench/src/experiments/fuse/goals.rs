@@ -1,6 +1,4 @@
-//! The FUSE experiment's goals: the ratios the issue asks of vecio fuse against one request
-//! per segment, the libfuse examples and the native file, recorded as measured and judged
-//! into [`Target`]s.
+//! The FUSE experiment's goals, recorded as measured and judged into [`Target`]s.
 
 use serde::{Deserialize, Serialize};
 

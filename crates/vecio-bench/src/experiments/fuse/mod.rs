@@ -1,9 +1,6 @@
-//! The FUSE experiment: the scatter-gather direct-I/O thread (`seeds/004_79c7fe0e9c79c24f.txt`),
-//! re-measured. One thread opens a file with `O_DIRECT` and calls `preadv`/`pwritev` with 32
-//! segments of 4 KiB in a loop; the same file is reached natively, through `vecio fuse`
-//! (requests of up to 256 pages), through `vecio fuse --max-pages 1` (one request per segment,
-//! the seed's "before"), and through the libfuse passthrough examples. A second table measures
-//! buffered (not `O_DIRECT`) calls through `vecio fuse` with and without `FUSE_PASSTHROUGH`.
+//! The FUSE experiment: seed 004 (`seeds/004_79c7fe0e9c79c24f.txt`) re-measured: 32 x 4 KiB
+//! `preadv`/`pwritev` natively, through `vecio fuse` in several modes and the libfuse examples,
+//! `O_DIRECT` and buffered (docs/results.md, "fuse").
 
 mod goals;
 pub mod subjects;
@@ -24,7 +21,7 @@ use crate::harness::progress::Phase;
 use crate::harness::stats::{paired_median, Summary};
 use goals::targets;
 pub use goals::Goal;
-use subjects::{Kind, Subject};
+use subjects::Subject;
 use workload::Op;
 
 /// Options of `vecio bench fuse`.
@@ -56,12 +53,9 @@ impl Experiment for Fuse {
     const ABOUT: &'static str = "FUSE scatter-gather direct I/O (2012): 32 x 4 KiB O_DIRECT \
         preadv/pwritev through vecio fuse, its per-segment mode, the libfuse examples, and natively";
     const FIELDS: &'static [&'static str] = &["cells", "subjects", "max_pages_limit"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = FuseOptions;
     type Report = FuseReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut FuseOptions, p: &Preset) {
         o.common.dir = p.dir.clone();
@@ -179,12 +173,7 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
         ),
     ];
     for (ex, _) in libfuse {
-        v.push(Subject {
-            name: format!("libfuse {ex}"),
-            kind: Kind::Libfuse {
-                example: ex.clone(),
-            },
-        });
+        v.push(Subject::libfuse(format!("libfuse {ex}"), ex));
     }
     if buffered {
         v.push(vecio(VECIO_PASSTHROUGH, &["--passthrough"]));
@@ -210,16 +199,20 @@ fn plan(subjects: &[Subject], buffered: bool) -> Vec<(usize, bool)> {
     p
 }
 
+impl FuseReport {
+    /// The cell of `subject`, `op`, direct or not.
+    pub fn cell(&self, subject: &str, op: Op, direct: bool) -> Option<&Cell> {
+        cell(&self.cells, subject, op, direct)
+    }
+}
+
 /// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
 pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     anyhow::ensure!(
         rustix::process::geteuid().is_root(),
         "the FUSE experiment mounts file systems: run it as root"
     );
-    let dir = match &opts.common.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
+    let dir = opts.common.scratch_parent()?;
     crate::harness::scratch::ensure_free(&dir, opts.size)?;
     let tmp = crate::harness::cleanup::ScratchDir::new_in("fuse", &dir)?;
     let src = tmp.path().join("src");
@@ -229,21 +222,11 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     let (libfuse_bins, libfuse) = libfuse_peers(opts);
     let subjects = subjects(&libfuse_bins, !opts.no_buffered);
     let plan = plan(&subjects, !opts.no_buffered);
-    let mut mounted = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        let mp = tmp.path().join(format!("mnt{i}"));
-        mounted.push(
-            subjects::mount(s, exe, &libfuse_bins, &src, file_name, &mp)
-                .with_context(|| s.name.clone())?,
-        );
-    }
+    let file = |_| file_name.to_string();
+    let mounted = subjects::mount_all(&subjects, exe, &libfuse_bins, &src, file, tmp.path())?;
     let mut cells = empty_cells(&plan, &subjects);
     measure_all(&mut cells, &subjects, &mounted, opts);
-    for m in mounted {
-        if let Err(e) = m.stop() {
-            eprintln!("bench fuse: {e:#}");
-        }
-    }
+    subjects::stop_all(mounted, "bench fuse");
     for c in cells.iter_mut() {
         c.mb_s = Summary::of(&c.samples);
     }
@@ -392,13 +375,7 @@ fn errno_name(e: &std::io::Error) -> String {
 
 /// `pkg-config --modversion fuse3`.
 pub fn libfuse_version() -> Option<String> {
-    let out = std::process::Command::new("pkg-config")
-        .args(["--modversion", "fuse3"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::harness::server::first_line("pkg-config", &["--modversion", "fuse3"])
 }
 
 /// Why the experiment cannot run here, if it cannot.

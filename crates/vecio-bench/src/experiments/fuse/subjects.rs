@@ -1,6 +1,5 @@
-//! What the FUSE experiment measures through: the source directory itself, `vecio fuse`
-//! processes in several modes, and the libfuse passthrough examples Debian ships in
-//! libfuse3-dev, built here with the system's compiler.
+//! What the FUSE experiment measures through: the directory itself, `vecio fuse` in several
+//! modes, and libfuse's passthrough examples built here from libfuse3-dev.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -62,6 +61,40 @@ impl Subject {
             },
         }
     }
+
+    /// libfuse's `example`, named `name`.
+    pub fn libfuse(name: String, example: &str) -> Subject {
+        let example = example.to_string();
+        Subject {
+            name,
+            kind: Kind::Libfuse { example },
+        }
+    }
+}
+
+/// Mounts every subject over `src` at `dir/mntI`, the data file `file(I)` in it.
+pub fn mount_all(
+    subjects: &[Subject],
+    exe: &Path,
+    libfuse: &[(String, PathBuf)],
+    src: &Path,
+    file: impl Fn(usize) -> String,
+    dir: &Path,
+) -> Result<Vec<Mounted>> {
+    let mount = |(i, s): (usize, &Subject)| {
+        let mp = dir.join(format!("mnt{i}"));
+        mount(s, exe, libfuse, src, &file(i), &mp).with_context(|| s.name.clone())
+    };
+    subjects.iter().enumerate().map(mount).collect()
+}
+
+/// Unmounts every subject, saying what failed as `who`.
+pub fn stop_all(mounted: Vec<Mounted>, who: &str) {
+    for m in mounted {
+        if let Err(e) = m.stop() {
+            eprintln!("{who}: {e:#}");
+        }
+    }
 }
 
 /// A mounted subject; unmounts and stops its server when dropped.
@@ -92,32 +125,23 @@ impl Mounted {
                 // SAFETY: kill(2) on a child we own; no memory is involved.
                 unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
             }
-            let _ = Command::new("fusermount3")
-                .arg("-u")
-                .arg(&m)
-                .stderr(Stdio::null())
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while is_mounted(&m) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if is_mounted(&m) {
+            let mut fusermount = Command::new("fusermount3");
+            let _ = fusermount.arg("-u").arg(&m).stderr(Stdio::null()).status();
+            if !within_10s(|| !is_mounted(&m)) {
                 let _ = Command::new("umount").arg("-l").arg(&m).status();
             }
         }
         if let Some(mut child) = self.child.take() {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                if child.try_wait()?.is_some() {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    bail!("server did not exit after unmount");
-                }
-                std::thread::sleep(Duration::from_millis(20));
+            let mut exited = Ok(None);
+            if !within_10s(|| {
+                exited = child.try_wait();
+                !matches!(exited, Ok(None))
+            }) {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("server did not exit after unmount");
             }
+            exited?;
         }
         Ok(())
     }
@@ -131,12 +155,9 @@ impl Drop for Mounted {
 
 /// True when `path` is a mount point (listed in /proc/self/mountinfo).
 pub fn is_mounted(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = path.to_string_lossy();
-    info.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| m == want))
+    crate::harness::cleanup::mounts_under(path)
+        .iter()
+        .any(|m| m == path)
 }
 
 /// The libfuse examples that can be built here (gcc and pkg-config fuse3 present), built into
@@ -294,13 +315,21 @@ fn mount_libfuse(
         child: Some(child),
         _tracked: Some(tracked),
     };
+    if !within_10s(|| is_mounted(mountpoint)) {
+        let _ = m.stop_inner();
+        bail!("{example} did not mount within 10 s");
+    }
+    Ok(m)
+}
+
+/// Polls `done` every 20 ms for up to 10 s; whether it came true.
+fn within_10s(mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !is_mounted(mountpoint) {
+    while !done() {
         if Instant::now() > deadline {
-            let _ = m.stop_inner();
-            bail!("{example} did not mount within 10 s");
+            return false;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(m)
+    true
 }

@@ -3,15 +3,16 @@
 
 use super::workload::Op;
 use super::{
-    cell, ratio, Cell as FuseCell, Fuse, FuseReport, NATIVE, SEED_READV, SEED_WRITEV, VECIO,
+    ratio, Cell as FuseCell, Fuse, FuseReport, Goal, NATIVE, SEED_READV, SEED_WRITEV, VECIO,
     VECIO_PER_SEGMENT, VECIO_URING,
 };
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
-use crate::experiment::section::{Plot, Verdict};
+use crate::experiment::section::{Plot, Verdict, PAIRED};
 use crate::experiment::seed::claim;
 use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, View};
 use crate::harness::setup::{lines, Setup};
+use crate::harness::stats::Summary;
 
 /// Seed 004, as this experiment re-measures it.
 pub(super) const SEED: Seed = Seed {
@@ -39,7 +40,7 @@ impl View for FuseReport {
         let f = self;
         let mut extra = vec![
             (
-                "workload".to_string(),
+                "workload",
                 format!(
                     "{} MiB file, 32 x 4 KiB per call, one thread, {:.1} s per measurement, {} \
                      repetition(s)",
@@ -49,7 +50,7 @@ impl View for FuseReport {
                 ),
             ),
             (
-                "FUSE".to_string(),
+                "FUSE",
                 format!(
                     "the kernel allows {} pages per request (max_pages_limit)",
                     f.max_pages_limit
@@ -57,11 +58,10 @@ impl View for FuseReport {
             ),
         ];
         if let Err(why) = &f.libfuse {
-            extra.push(("libfuse examples".into(), format!("not measured: {why}")));
+            extra.push(("libfuse examples", format!("not measured: {why}")));
         }
         s.setup = lines(setup, &f.meta, extra, &["libfuse"]);
-        s.tables.push(direct(f));
-        s.tables.push(packing(f));
+        s.tables = vec![direct(f), packing(f)];
         if f.cells.iter().any(|c| !c.direct) {
             s.tables.push(buffered(f));
         }
@@ -86,10 +86,7 @@ impl View for FuseReport {
                     .push(format!("not judged (not measured): {}", t.what)),
             }
         }
-        s.notes.push(
-            "Ratios are medians of per-repetition ratios (both sides measured back to back)."
-                .into(),
-        );
+        s.notes.push(PAIRED.into());
     }
 
     /// The seed's results beside vecio's.
@@ -104,7 +101,6 @@ impl View for FuseReport {
         let mut out = Vec::new();
         for op in [Op::Writev, Op::Readv] {
             let (before, after) = seed_figures(op);
-            let gain = packed_gain(f, op);
             let (peer_ratio, peer_target) = verdict(f, op, "libfuse");
             out.push(SummaryRow {
                 seed,
@@ -117,18 +113,19 @@ impl View for FuseReport {
                 target: peer_target,
             });
             let (_, gain_target) = verdict(f, op, "packed / per-segment");
-            out.push(SummaryRow {
+            let result = format!("{}: packed/per-segment", op.name());
+            let gain = num(packed_gain(f, op), 2);
+            let seed_figure = format!("{:.1}", after / before);
+            out.push(SummaryRow::own(
                 seed,
-                result: format!("{}: packed/per-segment", op.name()),
-                unit: "x",
-                seed_figure: format!("{:.1}", after / before),
-                vecio: num(gain, 2),
-                peer: "-".into(),
-                ratio: None,
-                target: gain_target,
-            });
+                result,
+                "x",
+                seed_figure,
+                gain,
+                gain_target,
+            ));
             let (native_ratio, native_target) = verdict(f, op, "vs native");
-            let native = cell(&f.cells, NATIVE, op, true).and_then(|c| c.mb_s);
+            let native = f.cell(NATIVE, op, true).and_then(|c| c.mb_s);
             out.push(SummaryRow {
                 seed,
                 result: format!("{}: vecio fuse vs native", op.name()),
@@ -145,17 +142,17 @@ impl View for FuseReport {
 
     /// Its figures: MB/s per subject, operation, O_DIRECT or buffered.
     fn metrics(&self) -> Vec<Metric> {
-        let f = self;
-        let mut out = Vec::new();
-        for c in &f.cells {
-            // A failed cell (EINVAL from a libfuse example) has no figure to compare.
-            if let Some(s) = &c.mb_s {
-                let how = if c.direct { "O_DIRECT" } else { "buffered" };
-                let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
-                out.push(Metric::of(Fuse::KEY, name, s, true));
-            }
-        }
-        out
+        // A failed cell (EINVAL from a libfuse example) has no figure to compare.
+        let measured = self
+            .cells
+            .iter()
+            .filter_map(|c| Some((c, c.mb_s.as_ref()?)));
+        let metric = |(c, s): (&FuseCell, &Summary)| {
+            let how = if c.direct { "O_DIRECT" } else { "buffered" };
+            let name = format!("{} / {} {how} MB/s", c.subject, c.op.name());
+            Metric::of(Fuse::KEY, name, s, true)
+        };
+        measured.map(metric).collect()
     }
 }
 
@@ -187,98 +184,73 @@ fn mb_cell(f: &FuseReport, subject: &str, op: Op, direct: bool) -> Cell {
     }
 }
 
-/// vecio's ratio to `subject` for `op` (`subject` / vecio fuse), direct.
+/// `subject`'s ratio to vecio fuse for `op` (`subject` / vecio fuse), direct.
 fn vs_vecio(f: &FuseReport, subject: &str, op: Op) -> Cell {
-    Cell::ratio(ratio(
-        cell(&f.cells, subject, op, true),
-        cell(&f.cells, VECIO, op, true),
-    ))
+    Cell::ratio(ratio(f.cell(subject, op, true), f.cell(VECIO, op, true)))
 }
 
 /// The subjects measured with `direct` set as given, in table order.
-fn subjects_of(f: &FuseReport, direct: bool) -> impl Iterator<Item = &str> {
-    f.subjects.iter().map(|s| s.name.as_str()).filter(move |n| {
+fn subjects_of(f: &FuseReport, direct: bool) -> Vec<&str> {
+    let measured = |n: &&str| {
         f.cells
             .iter()
             .any(|c| c.subject == *n && c.direct == direct)
-    })
+    };
+    f.subjects
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(measured)
+        .collect()
 }
 
 fn direct(f: &FuseReport) -> DataTable {
-    let mut t = DataTable::new(
-        "O_DIRECT, 32 x 4 KiB per call: MB/s (10^6 bytes/s; median ± relative std dev of the \
-         repetitions), and each subject over vecio fuse",
-        &[
-            "subject",
-            "readv MB/s",
-            "writev MB/s",
-            "readv vs vecio fuse",
-            "writev vs vecio fuse",
-        ],
-    );
-    for name in subjects_of(f, true) {
-        t.rows.push(vec![
-            Cell::text(name),
-            mb_cell(f, name, Op::Readv, true),
-            mb_cell(f, name, Op::Writev, true),
-            vs_vecio(f, name, Op::Readv),
-            vs_vecio(f, name, Op::Writev),
-        ]);
-    }
-    t
+    let title = "O_DIRECT, 32 x 4 KiB per call: MB/s (10^6 bytes/s; median ± relative std dev \
+                 of the repetitions), and each subject over vecio fuse";
+    DataTable::over(title, "", subjects_of(f, true))
+        .col("subject", |_, name| name)
+        .col("readv MB/s", |_, name| mb_cell(f, name, Op::Readv, true))
+        .col("writev MB/s", |_, name| mb_cell(f, name, Op::Writev, true))
+        .col("readv vs vecio fuse", |_, name| {
+            vs_vecio(f, name, Op::Readv)
+        })
+        .col("writev vs vecio fuse", |_, name| {
+            vs_vecio(f, name, Op::Writev)
+        })
+        .done()
 }
 
 fn packing(f: &FuseReport) -> DataTable {
-    let mut t = DataTable::new(
-        "The seed's gain: requests packed (vecio fuse) against one request per 4 KiB segment \
-         (vecio fuse --max-pages 1), MB/s",
-        &[
-            "op",
-            "seed before",
-            "seed after",
-            "seed gain",
-            "per-segment here",
-            "packed here",
-            "gain here",
-        ],
-    );
-    for op in OPS {
-        let (before, after) = seed_figures(op);
-        t.rows.push(vec![
-            Cell::text(op.name()),
-            Cell::text(format!("~{before:.0}")),
-            Cell::text(format!("~{after:.0}")),
-            Cell::text(format!("{:.2}x", after / before)),
-            mb_cell(f, VECIO_PER_SEGMENT, op, true),
-            mb_cell(f, VECIO, op, true),
-            Cell::ratio(packed_gain(f, op)),
-        ]);
-    }
-    t
+    let title = "The seed's gain: requests packed (vecio fuse) against one request per 4 KiB \
+                 segment (vecio fuse --max-pages 1), MB/s";
+    DataTable::over(title, "", OPS)
+        .col("op", |_, op| op.name())
+        .col("seed before", |_, op| format!("~{:.0}", seed_figures(op).0))
+        .col("seed after", |_, op| format!("~{:.0}", seed_figures(op).1))
+        .col("seed gain", |_, op| {
+            let (before, after) = seed_figures(op);
+            format!("{:.2}x", after / before)
+        })
+        .col("per-segment here", |_, op| {
+            mb_cell(f, VECIO_PER_SEGMENT, op, true)
+        })
+        .col("packed here", |_, op| mb_cell(f, VECIO, op, true))
+        .col("gain here", |_, op| Cell::ratio(packed_gain(f, op)))
+        .done()
 }
 
 /// vecio fuse over its per-segment mode for `op`, O_DIRECT.
 fn packed_gain(f: &FuseReport, op: Op) -> Option<f64> {
-    ratio(
-        cell(&f.cells, VECIO, op, true),
-        cell(&f.cells, VECIO_PER_SEGMENT, op, true),
-    )
+    ratio(f.cell(VECIO, op, true), f.cell(VECIO_PER_SEGMENT, op, true))
 }
 
 fn buffered(f: &FuseReport) -> DataTable {
-    let mut t = DataTable::new(
-        "Buffered (no O_DIRECT), 32 x 4 KiB per call: FUSE_PASSTHROUGH against the plain path, \
-         MB/s (median ± relative std dev)",
-        &["subject", "readv MB/s", "writev MB/s"],
-    );
-    for name in subjects_of(f, false) {
-        t.rows.push(vec![
-            Cell::text(name),
-            mb_cell(f, name, Op::Readv, false),
-            mb_cell(f, name, Op::Writev, false),
-        ]);
-    }
-    t
+    let title = "Buffered (no O_DIRECT), 32 x 4 KiB per call: FUSE_PASSTHROUGH against the plain \
+                 path, MB/s (median ± relative std dev)";
+    DataTable::over(title, "", subjects_of(f, false))
+        .col("subject", |_, name| name)
+        .col("readv MB/s", |_, name| mb_cell(f, name, Op::Readv, false))
+        .col("writev MB/s", |_, name| mb_cell(f, name, Op::Writev, false))
+        .done()
 }
 
 /// A subject's name under its bars: short enough for seven groups side by side.
@@ -292,37 +264,31 @@ fn short(name: &str) -> String {
 }
 
 fn bars(f: &FuseReport) -> Bars {
-    let groups = subjects_of(f, true)
-        .map(|name| BarGroup {
-            label: short(name),
-            values: OPS
-                .iter()
-                .map(|&op| {
-                    let c = cell(&f.cells, name, op, true)?;
-                    let v = BarValue::of(c.mb_s.as_ref()?);
-                    let (before, after) = seed_figures(op);
-                    let mark = (name == VECIO)
-                        .then(|| cell(&f.cells, VECIO_PER_SEGMENT, op, true))
-                        .flatten()
-                        .and_then(|c| c.mb_s)
-                        .map(|s| s.median * after / before);
-                    Some(v.marked(mark))
-                })
-                .collect(),
-        })
-        .collect();
+    let bar = |name: &str, op: Op| {
+        let v = BarValue::of(f.cell(name, op, true)?.mb_s.as_ref()?);
+        let (before, after) = seed_figures(op);
+        let per_segment = f.cell(VECIO_PER_SEGMENT, op, true).and_then(|c| c.mb_s);
+        let mark = per_segment
+            .filter(|_| name == VECIO)
+            .map(|s| s.median * after / before);
+        Some(v.marked(mark))
+    };
+    let groups = subjects_of(f, true).into_iter().map(|name| BarGroup {
+        label: short(name),
+        values: OPS.iter().map(|&op| bar(name, op)).collect(),
+    });
     Bars {
         title: "FUSE, 32 x 4 KiB O_DIRECT per call: MB/s per subject (seed 004)".into(),
         y_label: "MB/s".into(),
         series: OPS.iter().map(|op| op.name().to_string()).collect(),
-        groups,
+        groups: groups.collect(),
         mark_label: "per-segment x the seed's gain".into(),
     }
 }
 
 /// vecio's O_DIRECT figure for `op` as text: `593 MB/s`, or its error.
 fn vecio_mb(f: &FuseReport, op: Op) -> String {
-    match cell(&f.cells, VECIO, op, true) {
+    match f.cell(VECIO, op, true) {
         Some(FuseCell { error: Some(e), .. }) => format!("error: {e}"),
         Some(FuseCell { mb_s: Some(s), .. }) => format!("{:.0}", s.median),
         _ => "-".into(),
@@ -332,9 +298,8 @@ fn vecio_mb(f: &FuseReport, op: Op) -> String {
 /// The best working libfuse example for `op`, O_DIRECT, as text; or why none works.
 fn best_peer(f: &FuseReport, op: Op) -> String {
     let examples = || {
-        f.cells
-            .iter()
-            .filter(move |c| c.subject.starts_with("libfuse") && c.op == op && c.direct)
+        let example = move |c: &&FuseCell| c.subject.starts_with("libfuse") && c.op == op;
+        f.cells.iter().filter(example).filter(|c| c.direct)
     };
     let best = examples()
         .filter_map(|c| Some((c, c.mb_s?.median)))
@@ -342,28 +307,23 @@ fn best_peer(f: &FuseReport, op: Op) -> String {
     match (best, examples().find_map(|c| c.error.as_deref())) {
         (Some((c, mb)), _) => format!("{mb:.0} {}", c.subject),
         (None, Some(e)) => format!("none works: {e}"),
-        (None, None) => match &f.libfuse {
-            Err(_) => "libfuse not measured".into(),
-            Ok(_) => "-".into(),
-        },
+        (None, None) if f.libfuse.is_err() => "libfuse not measured".into(),
+        (None, None) => "-".into(),
     }
 }
 
 /// The experiment's target for `op` whose text contains `what`: its measured ratio and its
 /// verdict (none when it could not be judged).
 fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>) {
-    let Some(t) = f
-        .targets
-        .iter()
-        .find(|t| t.what.starts_with(op.name()) && t.what.contains(what))
-    else {
+    let mine = |t: &&Goal| t.what.starts_with(op.name()) && t.what.contains(what);
+    let Some(t) = f.targets.iter().find(mine) else {
         return (None, None);
     };
-    let want = if t.only_vecio_works {
-        format!(">= {}x (only vecio works)", t.want)
+    let only = if t.only_vecio_works {
+        " (only vecio works)"
     } else {
-        format!(">= {}x", t.want)
+        ""
     };
-    let v = t.met().map(|met| Verdict { want, met });
-    (t.got, v)
+    let want = format!(">= {}x{only}", t.want);
+    (t.got, t.met().map(|met| Verdict { want, met }))
 }

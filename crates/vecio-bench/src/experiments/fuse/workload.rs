@@ -1,6 +1,5 @@
-//! The seed's workload: one thread, a file opened with `O_DIRECT` (or buffered), an iovec of
-//! 32 separate 4 KiB page-aligned buffers, `preadv` or `pwritev` in a loop over sequential
-//! offsets, for a fixed time.
+//! The seed's workload: 32 page-aligned 4 KiB buffers, `preadv` or `pwritev` in a loop over
+//! sequential offsets for a fixed time, `O_DIRECT` or buffered.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::os::unix::fs::OpenOptionsExt;

@@ -1,6 +1,5 @@
-//! The page cache over time during one measurement: a thread takes a [`CacheSnapshot`] of a
-//! file every few milliseconds until stopped, giving the curve the report plots (the loop
-//! experiment's "how fast does the image fill the cache").
+//! The page cache over one measurement: a thread samples a file's resident pages until
+//! stopped, giving the curve the report plots.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};

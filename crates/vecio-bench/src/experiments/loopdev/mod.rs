@@ -1,18 +1,8 @@
-//! The loop-device experiment: the table of the 2015 loop direct I/O + AIO patch
-//! (`seeds/001_bce926be3a1aae53.txt`), re-measured through a real NBD client.
-//!
-//! One image (a scratch file filled with random data) is served in turn by `vecio nbd` with
-//! direct I/O and io_uring, `vecio nbd` buffered, `qemu-nbd --cache=none --aio=io_uring` and
-//! nbdkit's file plugin, each a process on a Unix socket; fio's `nbd` engine (libnbd) drives
-//! four jobs against each: 4 KiB random read and write, 128 KiB sequential read and write,
-//! [`DEPTH`] in flight, one job. fio's own `io_uring` engine with `O_DIRECT` on the same file
-//! runs the same jobs as the device's limit.
-//!
-//! Each measurement starts a fresh server and stops it after: `wait4(2)` then gives the
-//! context switches and CPU time of every thread the server had (see [`crate::harness::server`]); the
-//! cost of starting and stopping an idle server, measured once, is subtracted. Before each
-//! measurement the image is flushed and dropped from the page cache; the growth of its
-//! resident pages and of the system's `Cached:` over the measurement is recorded.
+//! The loop-device experiment: seed 001's table (`seeds/001_bce926be3a1aae53.txt`) re-measured
+//! through a real NBD client. One image is served in turn by `vecio nbd` (direct and buffered),
+//! qemu-nbd and nbdkit, each a fresh process per measurement on a Unix socket, and read and
+//! written by fio's `nbd` engine; fio's own io_uring on the file is the device's limit. Method,
+//! figures and what is subtracted: docs/results.md ("loop").
 
 pub mod cachecurve;
 pub mod lab;
@@ -39,7 +29,7 @@ use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
 use crate::harness::server::ServerProcess;
-use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::stats::{median, paired_median, per, Summary};
 use vecio_host::pagecache::{self, CacheSnapshot};
 use vecio_host::peers::Peers;
 
@@ -92,12 +82,9 @@ impl Experiment for Loop {
         vecio nbd direct and buffered, qemu-nbd and nbdkit, driven by fio's nbd engine; then \
         vecio nbd and qemu-nbd plain and over TLS, read by nbdcopy and a libnbd driver";
     const FIELDS: &'static [&'static str] = &["cells", "servers"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = LoopOptions;
     type Report = LoopReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn command(cmd: clap::Command) -> clap::Command {
         cmd.mut_arg("file", |a| a.conflicts_with("dir"))
@@ -168,7 +155,7 @@ pub struct Sample {
 impl Sample {
     /// The job's headline figure: IOPS for 4 KiB jobs, MB/s for 128 KiB ones.
     pub fn figure(&self, job: Job) -> f64 {
-        job.headline(self.iops, self.mb_s)
+        job.pick(self.iops, self.mb_s)
     }
 }
 
@@ -197,11 +184,7 @@ pub struct Cell {
 impl Cell {
     /// The headline figure's summary (IOPS or MB/s).
     pub fn figure(&self) -> &Summary {
-        if self.job.in_iops() {
-            &self.iops
-        } else {
-            &self.mb_s
-        }
+        self.job.pick(&self.iops, &self.mb_s)
     }
 
     /// Median over the samples of `f`, where it is defined.
@@ -299,13 +282,10 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     if opts.size < MIN_SIZE {
         bail!("--size must be at least {} MiB", MIN_SIZE >> 20);
     }
-    let checkout = if opts.lab {
-        Some(lab::prepare()?)
-    } else {
-        None
-    };
+    let checkout = opts.lab.then(lab::prepare).transpose()?;
     let (peers, peers_note) = peer_set(opts)?;
-    let scratch = prepare_image(opts)?;
+    let (dir, file) = (opts.common.dir.as_deref(), opts.source.file.clone());
+    let scratch = ScratchFile::prepare_with_bar("preparing image", dir, file, opts.size)?;
     let image = scratch.path().to_path_buf();
     let size = opts.size.min(scratch.len()) / (1 << 20) * (1 << 20);
     // Unix socket paths are limited to 108 bytes: the sockets live in the system's temp dir.
@@ -322,10 +302,7 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
     let (servers, skipped) = lab.check_servers()?;
     let cells = lab.measure_table(&servers, size, opts)?;
     let tls = tls::run(opts, vecio, &peers, &scratch, sockets.path())?;
-    let lab = match &checkout {
-        Some(c) => Some(lab::run(c, opts)?),
-        None => None,
-    };
+    let lab = checkout.map(|c| lab::run(&c, opts)).transpose()?;
     Ok(LoopReport {
         meta: RunMeta::collect(&image),
         size,
@@ -340,19 +317,6 @@ pub fn run(opts: &LoopOptions, vecio: &Path) -> Result<LoopReport> {
         tls,
         lab,
     })
-}
-
-fn summary(v: impl Iterator<Item = f64>) -> Summary {
-    Summary::of(&v.collect::<Vec<_>>()).unwrap_or_default()
-}
-
-fn prepare_image(opts: &LoopOptions) -> Result<ScratchFile> {
-    ScratchFile::prepare_with_bar(
-        "preparing image",
-        opts.common.dir.as_deref(),
-        opts.source.file.clone(),
-        opts.size,
-    )
 }
 
 /// Where the servers run: the image, the socket directory, the vecio binary, the peers.
@@ -382,42 +346,44 @@ impl Lab<'_> {
         ServerProcess::start(cmd, &socket, &log).map(Some)
     }
 
+    /// Starts `subject`'s server as [`Lab::start`] does and stops it at once: what an idle
+    /// server costs.
+    fn idle(&mut self, subject: Subject, tls: Option<&Path>) -> Result<Usage> {
+        self.start(subject, tls)?
+            .context("no server process")?
+            .stop()
+    }
+
     /// Finds which servers can run: vecio's must; a peer that is not installed or does not
     /// start is skipped with the reason. Each is started and stopped idle once, which gives
     /// the cost subtracted from its samples.
     fn check_servers(&mut self) -> Result<(Vec<ServerInfo>, Vec<Skipped>)> {
-        let mut servers = Vec::new();
-        let mut skipped = Vec::new();
-        for subject in Subject::ALL {
-            if subject == Subject::FioDirect {
-                continue;
-            }
+        let (mut servers, mut skipped) = (Vec::new(), Vec::new());
+        for subject in Subject::ALL
+            .into_iter()
+            .filter(|&s| s != Subject::FioDirect)
+        {
             let peer = subject.peer_program();
             if let Some(p) = peer.filter(|p| !self.peers.installed(p)) {
-                skipped.push(Skipped {
-                    subject,
-                    reason: format!(
-                        "{p} is not installed in the {} peers (scripts/setup or scripts/peers \
-                         installs it)",
-                        self.peers.name()
-                    ),
-                });
+                let reason = format!(
+                    "{p} is not installed in the {} peers (scripts/setup or scripts/peers \
+                     installs it)",
+                    self.peers.name()
+                );
+                skipped.push(Skipped { subject, reason });
                 continue;
             }
-            let idle = self
-                .start(subject, None)
-                .and_then(|s| s.context("no server process")?.stop());
-            match (idle, peer) {
+            match (self.idle(subject, None), peer) {
                 (Ok(idle), _) => servers.push(ServerInfo {
                     subject,
                     version: self.version(subject),
                     idle,
                 }),
                 (Err(e), None) => return Err(e.context(format!("starting {}", subject.name()))),
-                (Err(e), Some(_)) => skipped.push(Skipped {
-                    subject,
-                    reason: format!("does not start: {e:#}"),
-                }),
+                (Err(e), Some(_)) => {
+                    let reason = format!("does not start: {e:#}");
+                    skipped.push(Skipped { subject, reason });
+                }
             }
         }
         Ok((servers, skipped))
@@ -426,23 +392,20 @@ impl Lab<'_> {
     /// The first line of `subject --version` (a peer's run from its set, named "(chroot)"
     /// when it comes from one).
     fn version(&self, subject: Subject) -> String {
-        let mut cmd = match subject.peer_program() {
+        let peer = subject.peer_program();
+        let mut cmd = match peer {
             Some(p) => self.peers.command(p, self.dir),
             None => Command::new(self.vecio),
         };
-        let from = if subject.peer_program().is_some() && self.peers.is_chroot() {
+        let from = if peer.is_some() && self.peers.is_chroot() {
             " (chroot)"
         } else {
             ""
         };
-        cmd.arg("--version")
-            .output()
-            .ok()
-            .and_then(|o| {
-                let text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.lines().next().map(|l| format!("{}{from}", l.trim()))
-            })
-            .unwrap_or_else(|| "unknown".into())
+        let out = cmd.arg("--version").output().ok();
+        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        let line = text.as_deref().and_then(|t| t.lines().next());
+        line.map_or_else(|| "unknown".into(), |l| format!("{}{from}", l.trim()))
     }
 
     /// The table: every server that runs and fio on the file, on every job, `repeat` times
@@ -457,41 +420,39 @@ impl Lab<'_> {
         subjects.push(Subject::FioDirect);
         let steps = opts.common.repeat as usize * subjects.len() * Job::ALL.len();
         let phase = Phase::timed("bench loop", opts.common.runtime * steps as u32);
-        let mut samples = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
-        let mut curves = vec![vec![Vec::new(); Job::ALL.len()]; subjects.len()];
+        // Cells in table order: job by job, each subject.
+        let keys: Vec<(Job, Subject)> = Job::ALL
+            .iter()
+            .flat_map(|&j| subjects.iter().map(move |&s| (j, s)))
+            .collect();
+        let mut samples = vec![Vec::new(); keys.len()];
+        let mut curves = vec![Vec::new(); keys.len()];
         for _ in 0..opts.common.repeat {
-            for (ji, &job) in Job::ALL.iter().enumerate() {
-                for (si, &subject) in subjects.iter().enumerate() {
-                    let idle = servers
-                        .iter()
-                        .find(|s| s.subject == subject)
-                        .map(|s| s.idle);
-                    let (s, curve) = self
-                        .measure(subject, job, size, opts.common.runtime, idle)
-                        .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
-                    samples[si][ji].push(s);
-                    curves[si][ji] = curve;
-                }
+            for (i, &(job, subject)) in keys.iter().enumerate() {
+                let idle = servers
+                    .iter()
+                    .find(|s| s.subject == subject)
+                    .map(|s| s.idle);
+                let (s, curve) = self
+                    .measure(subject, job, size, opts.common.runtime, idle)
+                    .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
+                samples[i].push(s);
+                curves[i] = curve;
             }
         }
         phase.finish();
-        let mut cells = Vec::new();
-        for (ji, &job) in Job::ALL.iter().enumerate() {
-            for (si, &subject) in subjects.iter().enumerate() {
-                let s = std::mem::take(&mut samples[si][ji]);
-                cells.push(Cell {
-                    subject,
-                    name: subject.name().to_string(),
-                    job,
-                    job_name: job.name().to_string(),
-                    iops: summary(s.iter().map(|x| x.iops)),
-                    mb_s: summary(s.iter().map(|x| x.mb_s)),
-                    samples: s,
-                    cache_curve: std::mem::take(&mut curves[si][ji]),
-                });
-            }
-        }
-        Ok(cells)
+        let cells = keys.into_iter().zip(samples).zip(curves);
+        let cells = cells.map(|(((job, subject), s), cache_curve)| Cell {
+            subject,
+            name: subject.name().to_string(),
+            job,
+            job_name: job.name().to_string(),
+            iops: Summary::over(s.iter().map(|x| x.iops)),
+            mb_s: Summary::over(s.iter().map(|x| x.mb_s)),
+            samples: s,
+            cache_curve,
+        });
+        Ok(cells.collect())
     }
 
     /// One measurement: flush and evict the image, start the server, run the fio job (the page
@@ -509,12 +470,10 @@ impl Lab<'_> {
         let server = self.start(subject, None)?;
         let mut fio = match &server {
             Some(s) => FioJob::nbd(&s.nbd_uri(), job.rw(), job.bs(), size),
-            None => {
-                let mut j = FioJob::new(self.image, job.rw(), job.bs(), size);
-                j.ioengine = FioEngine::IoUring;
-                j.direct = true;
-                j
-            }
+            None => FioJob {
+                ioengine: FioEngine::IoUring,
+                ..FioJob::new(self.image, job.rw(), job.bs(), size)
+            },
         };
         fio.iodepth = DEPTH;
         fio.runtime_s = runtime.as_secs_f64();
@@ -531,37 +490,29 @@ impl Lab<'_> {
             _ => None,
         };
         let growth = CacheSnapshot::take(self.image)?.growth_since(&before);
-        let usage = match server {
-            Some(s) => Some(s.stop()?.delta(&idle.unwrap_or_default())),
-            None => None,
-        };
-        let mut s = sample(&result, growth, usage);
-        s.disk_queue = disk_queue;
-        Ok((s, curve))
+        let usage = server.map(|s| s.stop()).transpose()?;
+        let usage = usage.map(|u| u.delta(&idle.unwrap_or_default()));
+        Ok((sample(&result, growth, usage, disk_queue), curve))
     }
 }
 
-/// A sample from fio's report, the cache growth and the server's usage.
-fn sample(r: &FioResult, growth: pagecache::CacheGrowth, usage: Option<Usage>) -> Sample {
-    let secs = r.runtime_ms as f64 / 1000.0;
-    let iops = r.read_iops + r.write_iops;
-    let requests = iops * secs;
-    let bytes = r.total_mb_s * 1e6 * secs;
-    let per_req = |x: f64| if requests > 0.0 { x / requests } else { 0.0 };
-    let pct = |x: i64| {
-        if bytes > 0.0 {
-            100.0 * x as f64 / bytes
-        } else {
-            0.0
-        }
-    };
+/// A sample from fio's report, the cache growth, the server's usage and the device's queue.
+fn sample(
+    r: &FioResult,
+    growth: pagecache::CacheGrowth,
+    usage: Option<Usage>,
+    disk_queue: Option<f64>,
+) -> Sample {
+    let (requests, bytes) = (r.requests(), r.bytes());
+    let per_req = |x: f64| per(x, requests);
+    let pct = |x: i64| per(100.0 * x as f64, bytes);
     Sample {
-        iops,
+        iops: r.iops(),
         mb_s: r.total_mb_s,
         requests,
         bytes,
         client_cpu_pct: r.usr_cpu_pct + r.sys_cpu_pct,
-        disk_queue: None,
+        disk_queue,
         server_ctx: usage.map(|u| u.ctx()),
         ctx_per_req: usage.map(|u| per_req(u.ctx() as f64)),
         cpu_us_per_req: usage.map(|u| per_req(u.cpu_s() * 1e6)),

@@ -206,9 +206,8 @@ impl Job {
         self.bs() == 4096
     }
 
-    /// The job's headline figure out of a measurement's two: `iops` for 4 KiB jobs, `mb_s`
-    /// for 128 KiB ones.
-    pub fn headline(self, iops: f64, mb_s: f64) -> f64 {
+    /// Its headline figure out of two: `iops` for 4 KiB jobs, `mb_s` for 128 KiB ones.
+    pub fn pick<T>(self, iops: T, mb_s: T) -> T {
         if self.in_iops() {
             iops
         } else {
@@ -218,11 +217,17 @@ impl Job {
 
     /// The unit of its headline figure: `IOPS` or `MB/s`.
     pub fn unit(self) -> &'static str {
-        if self.in_iops() {
-            "IOPS"
-        } else {
-            "MB/s"
-        }
+        self.pick("IOPS", "MB/s")
+    }
+
+    /// The field of its headline figure in `results.json`: `iops` or `mb_s`.
+    pub fn field(self) -> &'static str {
+        self.pick("iops", "mb_s")
+    }
+
+    /// Decimals of its headline figure: none for IOPS, one for MB/s.
+    pub fn prec(self) -> usize {
+        usize::from(!self.in_iops())
     }
 
     /// The seed's IOPS: `(fio jobs, base, loop dio+aio)` for its two tests.

@@ -1,7 +1,7 @@
 //! Seed 001, the loop device with direct and async I/O: its entry, section, targets, summary
 //! rows and figures.
 
-use super::{lab, tls, Job, Loop, LoopReport, Sample, Subject};
+use super::{lab, tls, Cell as LoopCell, Job, Loop, LoopReport, Sample, Subject};
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart, Line, Lines, XTicks};
 use crate::experiment::section::{at_least, at_most, Plot};
 use crate::experiment::seed::claim;
@@ -33,27 +33,24 @@ pub(super) const SEED: Seed = Seed {
 impl View for LoopReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
         let l = self;
-        let mut extra = vec![(
-            "workload".to_string(),
-            format!(
-                "{} MiB image, {} in flight, {:.1} s per measurement, {} repetition(s)",
-                l.size >> 20,
-                l.depth,
-                l.runtime_s,
-                l.repeat
-            ),
-        )];
+        let workload = format!(
+            "{} MiB image, {} in flight, {:.1} s per measurement, {} repetition(s)",
+            l.size >> 20,
+            l.depth,
+            l.runtime_s,
+            l.repeat
+        );
+        let mut extra = vec![("workload", workload)];
         extra.extend(tls::view::setup_line(&l.tls));
         extra.extend(l.lab.as_ref().and_then(lab::view::setup_line));
         if !l.peers.is_empty() {
-            let versions: Vec<String> = l
+            let peers = l
                 .servers
                 .iter()
-                .filter(|s| s.subject.peer_program().is_some())
-                .map(|s| s.version.clone())
-                .collect();
+                .filter(|s| s.subject.peer_program().is_some());
+            let versions: Vec<&str> = peers.map(|s| s.version.as_str()).collect();
             extra.push((
-                "peer servers".to_string(),
+                "peer servers",
                 format!("{}: {}", l.peers, versions.join("; ")),
             ));
         }
@@ -64,52 +61,47 @@ impl View for LoopReport {
             &["fio", "libnbd", "qemu-nbd", "nbdkit"]
         };
         s.setup = lines(setup, &l.meta, extra, tools);
-        s.tables.push(throughput(l));
-        s.tables.push(cache(l));
-        s.tables.push(beside_seed(l));
+        s.tables = vec![throughput(l), cache(l), beside_seed(l)];
         s.tables.extend(tls::view::table(&l.tls));
         s.tables.extend(l.lab.as_ref().and_then(lab::view::table));
         s.plots = plots(l);
         s.targets = targets(l);
-        for k in &l.skipped {
-            s.notes
-                .push(format!("skipped {}: {}", k.subject.name(), k.reason));
-        }
+        let skipped = l
+            .skipped
+            .iter()
+            .map(|k| format!("skipped {}: {}", k.subject.name(), k.reason));
+        s.notes.extend(skipped);
         s.notes.extend(l.lab.iter().flat_map(lab::view::notes));
     }
 
     /// The seed's results beside vecio's.
     fn summary(l: Option<&Self>) -> Vec<SummaryRow> {
         let seed = "001";
+        let result = |who: &str| format!("4k randread: direct vs {who}");
         let Some(l) = l else {
-            return vec![SummaryRow::missing(
-                seed,
-                "4k randread: direct vs qemu-nbd",
-                "IOPS",
-                "-",
-            )];
+            return vec![SummaryRow::missing(seed, &result("qemu-nbd"), "IOPS", "-")];
         };
         let job = Job::RandRead4k;
-        let iops = |s| l.cell(s, job).map(|c| c.iops.median);
-        let fmt_iops = |v: Option<f64>, who: &str| {
+        let iops = |s, who: &str| {
+            let v = l.cell(s, job).map(|c| c.iops.median);
             v.map_or("-".into(), |v| format!("{v:.0} {who}").trim().to_string())
         };
         let mut out = Vec::new();
         // The seed's own 1.01x compares its loop dio+aio against its buffered base, not against
         // another server: it stands beside that comparison in the section's "beside the seed"
         // table, not here.
-        for (peer, who, seed_figure, want) in [
-            (Subject::QemuNbd, "qemu-nbd", "-", 1.5),
-            (Subject::FioDirect, "fio", "-", 0.8),
+        for (peer, who, want) in [
+            (Subject::QemuNbd, "qemu-nbd", 1.5),
+            (Subject::FioDirect, "fio", 0.8),
         ] {
             let ratio = l.ratio(job, Subject::VecioDirect, peer);
             out.push(SummaryRow {
                 seed,
-                result: format!("4k randread: direct vs {who}"),
+                result: result(who),
                 unit: "IOPS",
-                seed_figure: seed_figure.into(),
-                vecio: fmt_iops(iops(Subject::VecioDirect), ""),
-                peer: fmt_iops(iops(peer), who),
+                seed_figure: "-".into(),
+                vecio: iops(Subject::VecioDirect, ""),
+                peer: iops(peer, who),
                 ratio,
                 target: at_least(ratio, want, "x"),
             });
@@ -122,18 +114,24 @@ impl View for LoopReport {
     /// Its figures: IOPS or MB/s per job and subject, and the TLS rows'.
     fn metrics(&self) -> Vec<Metric> {
         let l = self;
-        let mut out = Vec::new();
-        for c in &l.cells {
-            let name = format!("{} / {} {}", c.job.name(), c.name, c.job.unit());
-            out.push(Metric::of(Loop::KEY, name, c.figure(), true));
-        }
-        for c in &l.tls.cells {
+        let metric = |name: String, s| Metric::of(Loop::KEY, name, s, true);
+        let cells = l.cells.iter().map(|c| {
+            metric(
+                format!("{} / {} {}", c.job.name(), c.name, c.job.unit()),
+                c.figure(),
+            )
+        });
+        let tls = l.tls.cells.iter().map(|c| {
             let how = if c.tls { "TLS" } else { "plain" };
-            let name = format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit());
-            out.push(Metric::of(Loop::KEY, name, c.figure(), true));
-        }
-        out.extend(l.lab.iter().flat_map(lab::view::metrics));
-        out
+            metric(
+                format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit()),
+                c.figure(),
+            )
+        });
+        cells
+            .chain(tls)
+            .chain(l.lab.iter().flat_map(lab::view::metrics))
+            .collect()
     }
 }
 
@@ -141,28 +139,23 @@ const MIB: f64 = (1u64 << 20) as f64;
 
 /// The throughput bars (4 KiB and 128 KiB jobs) and each job's page-cache curve.
 fn plots(l: &LoopReport) -> Vec<Plot> {
-    let mut plots = Vec::new();
-    for (id, title, iops) in [
-        (
+    let caption = "Bars: median, whiskers: lowest and highest repetition. Dark dashes: vecio's \
+                   buffered server times the seed's dio+aio/base ratio (16 jobs), where the seed \
+                   puts the direct server.";
+    let mut plots = vec![
+        Plot::new(
             "s001-iops",
             "4 KiB random jobs: IOPS per server (seed 001)",
-            true,
+            caption,
+            Chart::Bars(bars(l, true)),
         ),
-        (
+        Plot::new(
             "s001-mbs",
             "128 KiB sequential jobs: MB/s per server (seed 001)",
-            false,
+            caption,
+            Chart::Bars(bars(l, false)),
         ),
-    ] {
-        plots.push(Plot::new(
-            id,
-            title,
-            "Bars: median, whiskers: lowest and highest repetition. Dark dashes: vecio's buffered \
-             server times the seed's dio+aio/base ratio (16 jobs), where the seed puts the direct \
-             server.",
-            Chart::Bars(bars(l, iops)),
-        ));
-    }
+    ];
     for (ji, job) in Job::ALL.iter().enumerate() {
         plots.push(Plot::new(
             format!("s001-cache-{ji}"),
@@ -176,217 +169,182 @@ fn plots(l: &LoopReport) -> Vec<Plot> {
 }
 
 fn throughput(l: &LoopReport) -> DataTable {
-    let mut t = DataTable::new(
-        "Throughput: IOPS (4 KiB) or MB/s (128 KiB), median ± relative std dev",
-        &[
-            "job",
-            "served by",
-            "figure",
-            "vs qemu-nbd",
-            "vs limit",
-            "server ctx/req",
-            "server CPU µs/req",
-        ],
-    );
-    for (ci, c) in l.cells.iter().enumerate() {
-        let (field, prec) = if c.job.in_iops() {
-            ("iops", 0)
-        } else {
-            ("mb_s", 1)
-        };
-        let med =
-            |f: &dyn Fn(&Sample) -> Option<f64>, prec: usize| Cell::maybe(c.median_of(f), prec);
-        t.rows.push(vec![
-            Cell::text(format!("{} ({})", c.job.name(), c.job.unit())),
-            Cell::text(&c.name),
-            Cell::summary(c.figure(), prec, format!("/loop/cells/{ci}/{field}")),
-            Cell::ratio(l.ratio(c.job, c.subject, Subject::QemuNbd)),
-            Cell::ratio(l.ratio(c.job, c.subject, Subject::FioDirect)),
-            med(&|s| s.ctx_per_req, 2),
-            med(&|s| s.cpu_us_per_req, 1),
-        ]);
-    }
-    t
+    let title = "Throughput: IOPS (4 KiB) or MB/s (128 KiB), median ± relative std dev";
+    let ratio = |c: &LoopCell, peer| Cell::ratio(l.ratio(c.job, c.subject, peer));
+    DataTable::over(title, "/loop/cells", &l.cells)
+        .col("job", |_, c| format!("{} ({})", c.job.name(), c.job.unit()))
+        .col("served by", |_, c| &c.name)
+        .col("figure", |at, c| {
+            at.summary(c.figure(), c.job.prec(), c.job.field())
+        })
+        .col("vs qemu-nbd", |_, c| ratio(c, Subject::QemuNbd))
+        .col("vs limit", |_, c| ratio(c, Subject::FioDirect))
+        .col("server ctx/req", |_, c| {
+            Cell::maybe(c.median_of(|s| s.ctx_per_req), 2)
+        })
+        .col("server CPU µs/req", |_, c| {
+            Cell::maybe(c.median_of(|s| s.cpu_us_per_req), 1)
+        })
+        .done()
+}
+
+/// A median page-cache growth in MiB or % (`suffix`), `v` already scaled. A growth below zero
+/// is the rest of the machine freeing pages meanwhile, and a share above 100% is readahead
+/// beyond the bytes moved: both are said, not printed as if they were measurements of the
+/// server.
+fn growth(v: Option<f64>, suffix: &str) -> Cell {
+    let Some(v) = v else { return Cell::text("-") };
+    let text = if v < -0.05 {
+        format!("0 (noise: fell {:.1})", -v)
+    } else if suffix == "%" && v > 100.0 {
+        format!(">100% ({v:.0}%: readahead)")
+    } else {
+        format!("{:.1}{suffix}", v.max(0.0))
+    };
+    Cell::derived(v, text)
 }
 
 fn cache(l: &LoopReport) -> DataTable {
-    let mut t = DataTable::new(
-        "Page-cache growth over each measurement (median): the image's resident pages and the \
-         system's Cached, MiB and % of the bytes fio moved",
-        &[
-            "job",
-            "served by",
-            "image MiB",
-            "% of moved",
-            "Cached MiB",
-            "moved MiB",
-        ],
-    );
-    for c in &l.cells {
-        // A growth below zero is the rest of the machine freeing pages meanwhile, and a share
-        // above 100% is readahead beyond the bytes moved: both are said, not printed as if
-        // they were measurements of the server.
-        let med = |f: &dyn Fn(&Sample) -> f64, scale: f64, suffix: &str| {
-            c.median_of(|s| Some(f(s))).map_or(Cell::text("-"), |v| {
-                let v = v / scale;
-                let text = if v < -0.05 {
-                    format!("0 (noise: fell {:.1})", -v)
-                } else if suffix == "%" && v > 100.0 {
-                    format!(">100% ({v:.0}%: readahead)")
-                } else {
-                    format!("{:.1}{suffix}", v.max(0.0))
-                };
-                Cell::derived(v, text)
-            })
-        };
-        t.rows.push(vec![
-            Cell::text(c.job.name()),
-            Cell::text(&c.name),
-            med(&|s| s.image_growth as f64, MIB, ""),
-            med(&|s| s.image_growth_pct, 1.0, "%"),
-            med(&|s| s.cached_growth as f64, MIB, ""),
-            med(&|s| s.bytes, MIB, ""),
-        ]);
-    }
-    t
+    let title = "Page-cache growth over each measurement (median): the image's resident pages \
+                 and the system's Cached, MiB and % of the bytes fio moved";
+    let mib = |c: &LoopCell, f: fn(&Sample) -> f64| {
+        growth(c.median_of(|s| Some(f(s))).map(|v| v / MIB), "")
+    };
+    DataTable::over(title, "", &l.cells)
+        .col("job", |_, c| c.job.name())
+        .col("served by", |_, c| &c.name)
+        .col("image MiB", |_, c| mib(c, |s| s.image_growth as f64))
+        .col("% of moved", |_, c| {
+            growth(c.median_of(|s| Some(s.image_growth_pct)), "%")
+        })
+        .col("Cached MiB", |_, c| mib(c, |s| s.cached_growth as f64))
+        .col("moved MiB", |_, c| mib(c, |s| s.bytes))
+        .done()
 }
 
-fn ctx(l: &LoopReport, s: Subject, job: Job) -> Option<f64> {
-    l.cell(s, job)?.median_of(|x| x.ctx_per_req)
+/// Server context switches per request of `s` on `job`: direct over buffered, less one.
+fn ctx_change(l: &LoopReport, job: Job) -> Option<f64> {
+    let ctx = |s| l.cell(s, job)?.median_of(|x| x.ctx_per_req);
+    match (ctx(Subject::VecioDirect), ctx(Subject::VecioBuffered)) {
+        (Some(x), Some(y)) if y > 0.0 => Some(x / y - 1.0),
+        _ => None,
+    }
 }
 
 fn beside_seed(l: &LoopReport) -> DataTable {
-    let mut t = DataTable::new(
-        "Beside the seed: vecio nbd direct (none+uring) against vecio nbd buffered \
-         (writeback+uring), as the seed's loop dio+aio against its base",
-        &[
-            "job",
-            "seed dio+aio/base (16 / 1 jobs)",
-            "direct/buffered here",
-            "seed ctx switches",
-            "ctx/req direct vs buffered",
-        ],
-    );
-    let (d, b) = (Subject::VecioDirect, Subject::VecioBuffered);
-    for job in Job::ALL {
+    let title = "Beside the seed: vecio nbd direct (none+uring) against vecio nbd buffered \
+                 (writeback+uring), as the seed's loop dio+aio against its base";
+    let seed_ratio = |job: Job| {
         let [(_, b16, a16), (_, b1, a1)] = job.seed_iops();
-        let ctx_change = match (ctx(l, d, job), ctx(l, b, job)) {
-            (Some(x), Some(y)) if y > 0.0 => Cell::derived(x / y - 1.0, change(x / y - 1.0)),
-            _ => Cell::text("-"),
-        };
-        t.rows.push(vec![
-            Cell::text(job.name()),
-            Cell::text(format!("{:.2}x / {:.2}x", a16 / b16, a1 / b1)),
-            Cell::ratio(l.ratio(job, d, b)),
-            Cell::text(job.seed_ctx_change().map_or("-".into(), |(x, y)| {
-                format!("{} / {}", change(x), change(y))
-            })),
-            ctx_change,
-        ]);
-    }
-    t
+        format!("{:.2}x / {:.2}x", a16 / b16, a1 / b1)
+    };
+    let seed_ctx = |job: Job| {
+        let seed = job.seed_ctx_change();
+        seed.map_or("-".into(), |(x, y)| {
+            format!("{} / {}", change(x), change(y))
+        })
+    };
+    DataTable::over(title, "", Job::ALL)
+        .col("job", |_, job| job.name())
+        .col("seed dio+aio/base (16 / 1 jobs)", |_, job| seed_ratio(job))
+        .col("direct/buffered here", |_, job| {
+            Cell::ratio(l.ratio(job, Subject::VecioDirect, Subject::VecioBuffered))
+        })
+        .col("seed ctx switches", |_, job| seed_ctx(job))
+        .col("ctx/req direct vs buffered", |_, job| {
+            ctx_change(l, job).map(|x| Cell::derived(x, change(x)))
+        })
+        .done()
 }
 
 fn bars(l: &LoopReport, iops: bool) -> Bars {
-    let subjects: Vec<Subject> = Subject::ALL
-        .into_iter()
-        .filter(|s| l.cells.iter().any(|c| c.subject == *s))
-        .collect();
-    let groups = Job::ALL
-        .into_iter()
-        .filter(|j| j.in_iops() == iops)
-        .map(|job| {
-            let [(_, base, after), _] = job.seed_iops();
-            let buffered = l
-                .cell(Subject::VecioBuffered, job)
-                .map(|c| c.figure().median);
-            BarGroup {
-                label: job.name().to_string(),
-                values: subjects
-                    .iter()
-                    .map(|&s| {
-                        let v = BarValue::of(l.cell(s, job)?.figure());
-                        let mark = (s == Subject::VecioDirect)
-                            .then(|| buffered.map(|b| b * after / base))
-                            .flatten();
-                        Some(v.marked(mark))
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
+    let measured = |s: &Subject| l.cells.iter().any(|c| c.subject == *s);
+    let subjects: Vec<Subject> = Subject::ALL.into_iter().filter(measured).collect();
+    let group = |job: Job| {
+        let [(_, base, after), _] = job.seed_iops();
+        let buffered = l
+            .cell(Subject::VecioBuffered, job)
+            .map(|c| c.figure().median);
+        let bar = |s: Subject| {
+            let mark = (s == Subject::VecioDirect).then(|| buffered.map(|b| b * after / base));
+            Some(BarValue::of(l.cell(s, job)?.figure()).marked(mark.flatten()))
+        };
+        BarGroup {
+            label: job.name().to_string(),
+            values: subjects.iter().map(|&s| bar(s)).collect(),
+        }
+    };
+    let jobs = Job::ALL.into_iter().filter(|j| j.in_iops() == iops);
+    let (what, unit) = if iops {
+        ("4 KiB random", "IOPS")
+    } else {
+        ("128 KiB sequential", "MB/s")
+    };
     Bars {
-        title: if iops {
-            format!("4 KiB random jobs, depth {}: IOPS", l.depth)
-        } else {
-            format!("128 KiB sequential jobs, depth {}: MB/s", l.depth)
-        },
-        y_label: if iops { "IOPS".into() } else { "MB/s".into() },
+        title: format!("{what} jobs, depth {}: {unit}", l.depth),
+        y_label: unit.into(),
         series: subjects.iter().map(|s| s.name().to_string()).collect(),
-        groups,
+        groups: jobs.map(group).collect(),
         mark_label: "buffered x the seed's dio+aio/base".into(),
     }
 }
 
 fn cache_curves(l: &LoopReport, job: Job) -> Lines {
-    let lines = l
+    let cells = l
         .cells
         .iter()
-        .filter(|c| c.job == job && !c.cache_curve.is_empty())
-        .map(|c| Line {
-            name: c.name.clone(),
-            points: c
-                .cache_curve
-                .iter()
-                .map(|p| (p.t_s, p.file_resident as f64 / MIB))
-                .collect(),
-        })
-        .collect();
+        .filter(|c| c.job == job && !c.cache_curve.is_empty());
+    let line = |c: &LoopCell| Line {
+        name: c.name.clone(),
+        points: c
+            .cache_curve
+            .iter()
+            .map(|p| (p.t_s, p.file_resident as f64 / MIB))
+            .collect(),
+    };
     Lines {
         title: format!("{}: image pages cached", job.name()),
         x_label: "seconds".into(),
         y_label: "MiB resident".into(),
-        lines,
+        lines: cells.map(line).collect(),
         log_y: false,
         x_ticks: XTicks::Seconds,
     }
 }
 
+/// The worst job's image pages left cached by `s`, % of the bytes moved, and on which job.
+fn worst_growth(l: &LoopReport, s: Subject) -> Option<(Job, f64)> {
+    let growth = |j: Job| Some((j, l.cell(s, j)?.median_of(|x| Some(x.image_growth_pct))?));
+    Job::ALL
+        .into_iter()
+        .filter_map(growth)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 /// The page-cache and context-switch rows: how much of the image the worst job left cached
 /// (vecio direct beside qemu-nbd), and direct against buffered context switches.
 fn cache_rows(l: &LoopReport, seed: &'static str) -> Vec<SummaryRow> {
-    let job = Job::RandRead4k;
-    let mut out = Vec::new();
-    let worst = |s: Subject| {
-        Job::ALL
-            .iter()
-            .filter_map(|&j| l.cell(s, j)?.median_of(|x| Some(x.image_growth_pct)))
-            .reduce(f64::max)
-    };
-    let direct = worst(Subject::VecioDirect);
-    out.push(SummaryRow {
+    let direct = worst_growth(l, Subject::VecioDirect).map(|w| w.1);
+    let qemu = worst_growth(l, Subject::QemuNbd).map(|w| w.1);
+    let cached = SummaryRow {
         seed,
         result: "image cached, % of bytes moved (worst job)".into(),
         unit: "%",
         seed_figure: "~10 (>55 buffered)".into(),
         vecio: num(direct, 1),
-        peer: worst(Subject::QemuNbd).map_or("-".into(), |v| format!("{v:.1} qemu-nbd")),
+        peer: qemu.map_or("-".into(), |v| format!("{v:.1} qemu-nbd")),
         ratio: None,
         target: at_most(direct, 2.0, "%"),
-    });
-    let change_of = |a: Subject, b: Subject| match (ctx(l, a, job), ctx(l, b, job)) {
-        (Some(x), Some(y)) if y > 0.0 => Some(x / y - 1.0),
-        _ => None,
     };
-    out.push(SummaryRow::own(
+    let ctx = SummaryRow::own(
         seed,
         "4k randread ctx switches: direct vs buffered".into(),
         "% change",
         "-16".into(),
-        change_of(Subject::VecioDirect, Subject::VecioBuffered).map_or("-".into(), change_num),
+        ctx_change(l, Job::RandRead4k).map_or("-".into(), change_num),
         None,
-    ));
-    out
+    );
+    vec![cached, ctx]
 }
 
 /// The issue's targets, checked against a report, the TLS rows' last. Targets needing a
@@ -403,31 +361,21 @@ pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
     for (peer, who, want) in peers {
         let ratio = r.ratio(job, Subject::VecioDirect, peer);
         if let (Some(v), Some(p), Some(ratio)) = (iops(Subject::VecioDirect), iops(peer), ratio) {
-            out.push(Target {
-                text: format!(
-                    "4k randread depth {}: vecio nbd direct {v:.0} IOPS = {ratio:.2}x {who} \
-                     {p:.0} (want >= {want}x)",
-                    r.depth
-                ),
-                met: ratio >= want,
-            });
+            let text = format!(
+                "4k randread depth {}: vecio nbd direct {v:.0} IOPS = {ratio:.2}x {who} {p:.0} \
+                 (want >= {want}x)",
+                r.depth
+            );
+            out.push(Target::new(text, ratio >= want));
         }
     }
-    let worst = Job::ALL
-        .iter()
-        .filter_map(|&j| {
-            let c = r.cell(Subject::VecioDirect, j)?;
-            Some((j, c.median_of(|s| Some(s.image_growth_pct))?))
-        })
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((j, pct)) = worst {
-        out.push(Target {
-            text: format!(
-                "vecio nbd direct page-cache growth (image pages): {pct:.2}% of the bytes moved at worst ({}) (want <= 2%)",
-                j.name()
-            ),
-            met: pct <= 2.0,
-        });
+    if let Some((j, pct)) = worst_growth(r, Subject::VecioDirect) {
+        let text = format!(
+            "vecio nbd direct page-cache growth (image pages): {pct:.2}% of the bytes moved at \
+             worst ({}) (want <= 2%)",
+            j.name()
+        );
+        out.push(Target::new(text, pct <= 2.0));
     }
     out.extend(tls::view::targets(&r.tls));
     out.extend(r.lab.iter().flat_map(lab::view::targets));

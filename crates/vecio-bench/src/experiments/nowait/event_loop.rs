@@ -184,16 +184,15 @@ fn issue(
 
 /// The three files, buffered.
 fn open_all(files: &Files) -> Result<[Arc<File>; 3]> {
-    let open = |p: &Path| -> Result<Arc<File>> {
-        Ok(Arc::new(
-            File::options().read(true).direct(Direct::Off).open(p)?,
-        ))
+    let open = |p: &PathBuf| {
+        File::options()
+            .read(true)
+            .direct(Direct::Off)
+            .open(p)
+            .map(Arc::new)
     };
-    Ok([
-        open(&files.paths[0])?,
-        open(&files.paths[1])?,
-        open(&files.paths[2])?,
-    ])
+    let [a, b, c] = files.paths.each_ref().map(open);
+    Ok([a?, b?, c?])
 }
 
 /// A thread that drops `path` from the page cache every 100 ms until `stop` is set.
@@ -210,7 +209,7 @@ fn keep_evicting(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandl
 fn fast_read_counters(handles: &[Arc<File>; 3], c: Config) -> FastReadCounters {
     let mut fast = FastReadCounters::default();
     for h in handles {
-        fast.add(&h.fast_read_stats(&c.policy()));
+        fast.add_stats(&h.fast_read_stats(&c.policy()));
     }
     fast
 }

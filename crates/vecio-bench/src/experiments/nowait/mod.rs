@@ -1,11 +1,9 @@
-//! The fast-read experiment: the table of the preadv2/RWF_NONBLOCK patch set
-//! (`seeds/002_830b7ce2b4df9caf.txt`), re-measured.
-//!
-//! Three files and 16 KiB buffered reads, as in the seed: f1 random (Zipf) over a medium file
-//! that is mostly cached, f2 uniform random over a large uncached file, f3 sequential over a
-//! large file; alone and mixed 73/18/9 by request count. One thread keeps `depth` reads in
-//! flight through a [`Queue`], the way an event-loop server does, over: the thread pool alone
-//! (the seed's "before"), fast read always tried, fast read tracked per file, and io_uring.
+//! The fast-read experiment: seed 002's table (`seeds/002_830b7ce2b4df9caf.txt`) re-measured.
+//! 16 KiB buffered reads over three files as in the seed (f1 Zipf over a mostly cached medium
+//! file, f2 uniform over a large uncached one, f3 sequential), alone and mixed 73/18/9; one
+//! thread keeps `depth` reads in flight through a [`Queue`], as an event loop does, over the
+//! thread pool alone (the seed's "before"), fast read always tried or tracked per file, and
+//! io_uring.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,12 +60,9 @@ impl Experiment for Nowait {
     const ABOUT: &'static str =
         "preadv2 + RWF_NOWAIT (2015): cached reads served inline, the rest on a thread pool";
     const FIELDS: &'static [&'static str] = &["workloads"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = NowaitOptions;
     type Report = NowaitReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut NowaitOptions, p: &Preset) {
         o.common.dir = p.dir.clone();
@@ -278,8 +273,9 @@ pub struct FastReadCounters {
 }
 
 impl FastReadCounters {
-    fn add(&mut self, s: &FastReadStats) {
-        self.add_counters(&FastReadCounters {
+    /// Adds `s`'s counts.
+    fn add_stats(&mut self, s: &FastReadStats) {
+        self.add(&FastReadCounters {
             attempts: s.attempts,
             hits: s.hits,
             partials: s.partials,
@@ -289,7 +285,7 @@ impl FastReadCounters {
         });
     }
 
-    fn add_counters(&mut self, o: &FastReadCounters) {
+    fn add(&mut self, o: &FastReadCounters) {
         self.attempts += o.attempts;
         self.hits += o.hits;
         self.partials += o.partials;
@@ -340,28 +336,20 @@ struct Files {
 
 fn prepare(opts: &NowaitOptions) -> Result<Files> {
     let total = opts.medium + 2 * opts.large;
-    let parent = match &opts.common.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
-    crate::harness::scratch::ensure_free(&parent, total)?;
+    crate::harness::scratch::ensure_free(&opts.common.scratch_parent()?, total)?;
     let phase = Phase::bytes("preparing nowait files", total);
     let mut scratch = Vec::new();
     let mut base = 0;
     for size in [opts.medium, opts.large, opts.large] {
-        let s =
-            ScratchFile::prepare_with_progress(opts.common.dir.as_deref(), None, size, &mut |d| {
-                phase.set_position(base + d)
-            })?;
+        let dir = opts.common.dir.as_deref();
+        let s = ScratchFile::prepare_with_progress(dir, None, size, &mut |d| {
+            phase.set_position(base + d)
+        })?;
         base += size;
         scratch.push(s);
     }
     phase.finish();
-    let paths = [
-        scratch[0].path().to_path_buf(),
-        scratch[1].path().to_path_buf(),
-        scratch[2].path().to_path_buf(),
-    ];
+    let paths = std::array::from_fn(|i| scratch[i].path().to_path_buf());
     Ok(Files {
         paths,
         _scratch: scratch,
@@ -372,10 +360,8 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
 fn set_cache(files: &Files) -> Result<()> {
     pagecache::warm(&files.paths[0])?;
     let len = std::fs::metadata(&files.paths[0])?.len();
-    let mut off = 0;
-    while off < len {
+    for off in (0..len).step_by(8 << 20) {
         pagecache::evict_range(&files.paths[0], off, 1 << 20)?;
-        off += 8 << 20;
     }
     pagecache::evict(&files.paths[1])?;
     Ok(pagecache::evict(&files.paths[2])?)
@@ -390,12 +376,9 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
     let steps = Config::ALL.len() * Workload::ALL.len() * opts.common.repeat as usize + 1;
     let phase = Phase::timed("bench nowait", opts.common.runtime * steps as u32);
     let mut rng = SmallRng::seed_from_u64(0x0002_0015);
-    let blocks = |size: u64| size / READ as u64;
-    let zipf = Zipf::new(blocks(opts.medium), 1.1, &mut rng);
-
+    let zipf = Zipf::new(opts.medium / READ as u64, 1.1, &mut rng);
     set_cache(&files)?;
     let raw_preadv2 = raw_baseline(&files.paths[0], &zipf, opts.common.runtime, &mut rng)?;
-
     let mut cells: Vec<Vec<Vec<Run>>> =
         vec![vec![Vec::new(); Config::ALL.len()]; Workload::ALL.len()];
     for _ in 0..opts.common.repeat {
@@ -411,17 +394,16 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
     phase.finish();
     let workloads = Workload::ALL
         .iter()
-        .enumerate()
-        .map(|(wi, &w)| WorkloadFigures {
+        .zip(&cells)
+        .map(|(&w, runs)| WorkloadFigures {
             workload: w,
             name: w.name().to_string(),
             cells: Config::ALL
                 .iter()
-                .enumerate()
-                .map(|(ci, &c)| merge(c, &cells[wi][ci]))
+                .zip(runs)
+                .map(|(&c, r)| merge(c, r))
                 .collect(),
-        })
-        .collect();
+        });
     Ok(NowaitReport {
         meta: RunMeta::collect(&files.paths[0]),
         medium: opts.medium,
@@ -431,7 +413,7 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
         runtime_s: opts.common.runtime.as_secs_f64(),
         repeat: opts.common.repeat,
         raw_preadv2,
-        workloads,
+        workloads: workloads.collect(),
     })
 }
 
@@ -456,12 +438,11 @@ fn merge(config: Config, runs: &[Run]) -> Cell {
         for (h, from) in per.iter_mut().zip(&r.per_file) {
             let _ = h.add(from);
         }
-        fast.add_counters(&r.fast);
+        fast.add(&r.fast);
     }
-    let mb: Vec<f64> = runs.iter().map(|r| r.mb_s).collect();
     Cell {
         config,
-        mb_s: Summary::of(&mb).unwrap_or_default(),
+        mb_s: Summary::over(runs.iter().map(|r| r.mb_s)),
         latency: Latency::of(&all),
         per_file: ["f1", "f2", "f3"]
             .iter()

@@ -1,9 +1,5 @@
-//! The fourth path of `vecio bench tokio`: `tokio::fs` on tokio's own io_uring driver (tokio's
-//! unstable `io-uring` feature, `--cfg tokio_unstable`, `Builder::enable_io_uring`). The flag
-//! must not reach the rest of the workspace, so the reads run in a helper program of their own
-//! (`crates/vecio-bench/helpers/tokio-io-uring`, outside the workspace, pinned to the workspace's
-//! tokio), built by the bench into a target directory of its own and run once per measurement;
-//! it prints its figures as one JSON object.
+//! The fourth path of `vecio bench tokio`: `tokio::fs` on tokio's own io_uring driver, in a
+//! helper program built with `--cfg tokio_unstable` (docs/tokio.md, "The fourth path").
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,13 +1,6 @@
-//! `vecio bench tokio`: the 2015 preadv2 document's experiment (seed 002) in today's Rust.
-//!
-//! 16 KiB reads, 32 tasks in flight in a multi-threaded tokio runtime, over (a) a mostly
-//! cached file, (b) a large file opened O_DIRECT, (c) the 73/18/9 mix of `bench nowait`
-//! (cached random / uncached random / sequential), through `tokio::fs` style (`spawn_blocking`
-//! with `pread`, as `tokio::fs` does), through vecio-tokio, through tokio-uring (its own
-//! single-threaded io_uring runtime), and through `tokio::fs` on tokio's own unstable io_uring
-//! driver (a helper process, [`io_uring_path`]), with fio's io_uring engine on the O_DIRECT file
-//! as the device's ceiling. `--http` adds the same adapter in a real service: the example static
-//! file server through vecio_tokio::fs against tower-http's ServeDir, loaded by wrk ([`http`]).
+//! `vecio bench tokio`: seed 002's reads from tokio tasks, through tokio::fs, vecio-tokio,
+//! tokio-uring and tokio's own io_uring driver, fio beside them; `--http` in a real service
+//! (docs/tokio.md, "Measured").
 
 use std::time::Duration;
 
@@ -63,12 +56,9 @@ impl Experiment for Tokio {
         "tokio::fs (spawn_blocking) against vecio-tokio: cached, O_DIRECT, \
                                  73/18/9 mix (seed 002)";
     const FIELDS: &'static [&'static str] = &["cells"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = TokioOptions;
     type Report = TokioReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn command(cmd: clap::Command) -> clap::Command {
         cmd.mut_arg("runtime", |a| a.default_value("3"))

@@ -1,6 +1,5 @@
-//! The third path of `vecio bench tokio`: tokio-uring, for comparison. It runs its own
-//! single-threaded runtime over one io_uring (`tokio_uring::start`), so all tasks share one
-//! thread, where the other two paths run on tokio's multi-threaded runtime.
+//! The third path of `vecio bench tokio`: tokio-uring, its tasks on its own single-threaded
+//! runtime over one ring.
 
 use std::rc::Rc;
 use std::time::Instant;

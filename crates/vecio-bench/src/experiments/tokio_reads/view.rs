@@ -43,44 +43,32 @@ impl View for TokioReport {
             } else {
                 "multi-thread"
             };
-            let mut extra = vec![(
-                "workload".to_string(),
-                format!(
-                    "16 KiB reads, {} tasks, {runtime} runtime; cached file {} MiB, O_DIRECT file {} \
-                     MiB; {:.1} s x {} per cell",
-                    r.tasks,
-                    r.medium >> 20,
-                    r.large >> 20,
-                    r.runtime_s,
-                    r.repeat
-                ),
-            )];
-            extra.push((
-                "paths".to_string(),
-                format!(
-                    "{} is tokio::fs on tokio's own io_uring driver (tokio_unstable, a helper \
-                     process): each read a seek (blocking pool) and a read (io_uring); fio: \
-                     io_uring engine, randread, 16 KiB, iodepth {}, O_DIRECT, on the same file",
-                    io_uring_path::PATH,
-                    r.tasks
-                ),
-            ));
-            if let Some(h) = &r.http {
-                extra.push(http_view::setup(h));
-            }
+            let workload = format!(
+                "16 KiB reads, {} tasks, {runtime} runtime; cached file {} MiB, O_DIRECT file {} \
+                 MiB; {:.1} s x {} per cell",
+                r.tasks,
+                r.medium >> 20,
+                r.large >> 20,
+                r.runtime_s,
+                r.repeat
+            );
+            let paths = format!(
+                "{} is tokio::fs on tokio's own io_uring driver (tokio_unstable, a helper \
+                 process): each read a seek (blocking pool) and a read (io_uring); fio: \
+                 io_uring engine, randread, 16 KiB, iodepth {}, O_DIRECT, on the same file",
+                io_uring_path::PATH,
+                r.tasks
+            );
+            let mut extra = vec![("workload", workload), ("paths", paths)];
+            extra.extend(r.http.as_ref().map(http_view::setup));
             s.setup = lines(setup, meta, extra, &[]);
         }
         s.tables.push(table(r));
-        if let Some(h) = &r.http {
-            s.tables.push(http_view::table(h));
-        }
+        s.tables.extend(r.http.as_ref().map(http_view::table));
         for c in r.cells.iter().filter(|c| c.note.is_some()) {
-            s.notes.push(format!(
-                "{} / {}: not measured: {}",
-                c.scenario,
-                c.path,
-                c.note.as_deref().unwrap_or("")
-            ));
+            let why = c.note.as_deref().unwrap_or("");
+            s.notes
+                .push(format!("{} / {}: not measured: {why}", c.scenario, c.path));
         }
         if let Some(why) = r.fio.as_ref().and_then(|f| f.error.as_ref()) {
             s.notes.push(format!("fio: not measured: {why}"));
@@ -92,9 +80,7 @@ impl View for TokioReport {
             Chart::Bars(bars(r)),
         ));
         s.targets = targets(r);
-        if let Some(h) = &r.http {
-            s.targets.extend(http_view::targets(h));
-        }
+        s.targets.extend(r.http.iter().flat_map(http_view::targets));
     }
 
     /// The seed's results beside vecio-tokio's, tokio::fs the other program (the mix's latency is
@@ -103,30 +89,27 @@ impl View for TokioReport {
     fn summary(r: Option<&Self>) -> Vec<SummaryRow> {
         let seed = "002";
         let Some(r) = r else {
-            return vec![SummaryRow::missing(
-                seed,
-                "tokio cached p50: vecio-tokio/tokio::fs",
-                "x",
-                "-",
-            )];
+            let result = "tokio cached p50: vecio-tokio/tokio::fs";
+            return vec![SummaryRow::missing(seed, result, "x", "-")];
         };
-        let get = |sc| cell(r, sc, "tokio::fs").zip(cell(r, sc, "vecio-tokio"));
         let mut out = Vec::new();
-        if let Some((a, b)) = get("cached") {
+        if let Some((a, b)) = r.pair("cached") {
             let ratio = div(Some(b.p50_us), Some(a.p50_us));
+            let result = format!(
+                "tokio cached p50: vecio-tokio {:.1} µs/tokio::fs {:.1} µs",
+                b.p50_us, a.p50_us
+            );
+            let target = at_most(ratio, 0.2, "x");
             out.push(SummaryRow::own(
                 seed,
-                format!(
-                    "tokio cached p50: vecio-tokio {:.1} µs/tokio::fs {:.1} µs",
-                    b.p50_us, a.p50_us
-                ),
+                result,
                 "x",
                 "-".into(),
                 num(ratio, 2),
-                at_most(ratio, 0.2, "x"),
+                target,
             ));
         }
-        if let Some((a, b)) = get("direct") {
+        if let Some((a, b)) = r.pair("direct") {
             let ratio = div(Some(median(b)), Some(median(a)));
             out.push(SummaryRow {
                 seed,
@@ -144,21 +127,21 @@ impl View for TokioReport {
 
     /// Its figures: MiB/s (the repetitions' spread) and mean latency per file and path.
     fn metrics(&self) -> Vec<Metric> {
-        let r = self;
         let mut out = Vec::new();
-        for c in &r.cells {
+        for c in &self.cells {
             let Some(mib) = Summary::of(&c.mib_s) else {
                 continue;
             };
             let name = format!("{} / {}", c.scenario, c.path);
-            out.push(Metric::of(Tokio::KEY, format!("{name} MiB/s"), &mib, true));
+            let mib_s = Metric::of(Tokio::KEY, format!("{name} MiB/s"), &mib, true);
             // Mean latency at a fixed number of tasks moves with throughput: it shares the spread.
-            out.push(Metric {
+            let mean = Metric {
                 name: format!("{name} mean µs"),
                 value: c.mean_us,
                 higher_is_better: false,
-                ..Metric::of(Tokio::KEY, String::new(), &mib, true)
-            });
+                ..mib_s.clone()
+            };
+            out.extend([mib_s, mean]);
         }
         out
     }
@@ -169,72 +152,78 @@ fn median(c: &Cell) -> f64 {
     crate::harness::stats::median(&c.mib_s).unwrap_or(0.0)
 }
 
-fn cell<'a>(r: &'a TokioReport, scenario: &str, path: &str) -> Option<&'a Cell> {
-    r.cells
-        .iter()
-        .find(|c| c.scenario == scenario && c.path == path)
+impl TokioReport {
+    fn cell(&self, scenario: &str, path: &str) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.scenario == scenario && c.path == path)
+    }
+
+    /// tokio::fs's and vecio-tokio's cells of `scenario`, when both were measured.
+    fn pair(&self, scenario: &str) -> Option<(&Cell, &Cell)> {
+        self.cell(scenario, "tokio::fs")
+            .zip(self.cell(scenario, "vecio-tokio"))
+    }
 }
 
 /// The same reads from tokio tasks: tokio::fs (spawn_blocking) against vecio-tokio.
 fn table(r: &TokioReport) -> DataTable {
-    let mut t = DataTable::new(
-        format!(
-            "From an async service: 16 KiB reads by {} tokio tasks, tokio::fs (every read through \
-             spawn_blocking) against vecio-tokio (cached reads inline with RWF_NOWAIT, the rest \
-             through io_uring), tokio-uring and tokio::fs on tokio's io_uring driver; MiB/s \
-             median of the repetitions, latency in µs of the median run; '-': not measured \
-             (see the notes)",
-            r.tasks
-        ),
-        &["file", "path", "MiB/s", "mean", "p50", "p99", "p99.9"],
+    let title = format!(
+        "From an async service: 16 KiB reads by {} tokio tasks, tokio::fs (every read through \
+         spawn_blocking) against vecio-tokio (cached reads inline with RWF_NOWAIT, the rest \
+         through io_uring), tokio-uring and tokio::fs on tokio's io_uring driver; MiB/s median \
+         of the repetitions, latency in µs of the median run; '-': not measured (see the notes)",
+        r.tasks
     );
-    let dashes = |scenario: &str, path: &str, mib: TableCell| {
-        let mut row = vec![TableCell::text(scenario), TableCell::text(path), mib];
+    let measured = |c: &Cell| !c.mib_s.is_empty();
+    let mut t = DataTable::over(title, "/tokio/cells", &r.cells)
+        .col("file", |_, c| &c.scenario)
+        .col("path", |_, c| &c.path)
+        .col("MiB/s", |_, c| {
+            let med = median(c);
+            Some(TableCell::derived(med, format!("{med:.0}"))).filter(|_| measured(c))
+        })
+        .col("mean", |at, c| {
+            Some(at.json(c.mean_us, 1, "mean_us")).filter(|_| measured(c))
+        })
+        .col("p50", |at, c| {
+            Some(at.json(c.p50_us, 1, "p50_us")).filter(|_| measured(c))
+        })
+        .col("p99", |at, c| {
+            Some(at.json(c.p99_us, 1, "p99_us")).filter(|_| measured(c))
+        })
+        .col("p99.9", |at, c| {
+            Some(at.json(c.p999_us, 1, "p999_us")).filter(|_| measured(c))
+        })
+        .done();
+    // fio's row follows the last path's O_DIRECT row.
+    let last_direct = |c: &Cell| c.scenario == "direct" && c.path == PATHS[PATHS.len() - 1];
+    if let (Some(f), Some(i)) = (&r.fio, r.cells.iter().position(last_direct)) {
+        let mib = TableCell::maybe(crate::harness::stats::median(&f.mib_s), 0);
+        let mut row = vec![
+            TableCell::text("direct"),
+            TableCell::text("fio io_uring"),
+            mib,
+        ];
         row.extend((0..4).map(|_| TableCell::text("-")));
-        row
-    };
-    for (i, c) in r.cells.iter().enumerate() {
-        let at = |field: &str| format!("/tokio/cells/{i}/{field}");
-        let med = median(c);
-        t.rows.push(if c.mib_s.is_empty() {
-            dashes(&c.scenario, &c.path, TableCell::text("-"))
-        } else {
-            vec![
-                TableCell::text(c.scenario.clone()),
-                TableCell::text(c.path.clone()),
-                TableCell::derived(med, format!("{med:.0}")),
-                TableCell::json(c.mean_us, 1, at("mean_us")),
-                TableCell::json(c.p50_us, 1, at("p50_us")),
-                TableCell::json(c.p99_us, 1, at("p99_us")),
-                TableCell::json(c.p999_us, 1, at("p999_us")),
-            ]
-        });
-        let last_direct = c.scenario == "direct" && c.path == PATHS[PATHS.len() - 1];
-        if let Some(f) = r.fio.as_ref().filter(|_| last_direct) {
-            let med = crate::harness::stats::median(&f.mib_s);
-            t.rows
-                .push(dashes("direct", "fio io_uring", TableCell::maybe(med, 0)));
-        }
+        t.rows.insert(i + 1, row);
     }
     t
 }
 
 fn bars(r: &TokioReport) -> Bars {
-    let groups = ["cached", "direct", "mix"]
-        .iter()
-        .map(|&sc| BarGroup {
-            label: sc.to_string(),
-            values: PATHS
-                .iter()
-                .map(|&p| Some(BarValue::of(&Summary::of(&cell(r, sc, p)?.mib_s)?)))
-                .collect(),
-        })
-        .collect();
+    let group = |sc: &str| BarGroup {
+        label: sc.to_string(),
+        values: PATHS
+            .iter()
+            .map(|&p| Some(BarValue::of(&Summary::of(&r.cell(sc, p)?.mib_s)?)))
+            .collect(),
+    };
     Bars {
         title: "16 KiB reads from 32 tokio tasks: MiB/s (seed 002)".into(),
         y_label: "MiB/s".into(),
         series: PATHS.iter().map(|p| p.to_string()).collect(),
-        groups,
+        groups: ["cached", "direct", "mix"].map(group).to_vec(),
         mark_label: String::new(),
     }
 }
@@ -243,43 +232,33 @@ fn bars(r: &TokioReport) -> Bars {
 /// 1.5x, the mix's mean latency at least 30% lower; and issue 23's: direct bandwidth at least
 /// 0.9x fio's io_uring engine on the same file (the median of the per-repetition ratios).
 fn targets(r: &TokioReport) -> Vec<Target> {
-    let get = |sc, p| cell(r, sc, p);
-    let med = median;
     let mut out = Vec::new();
-    if let (Some(a), Some(b)) = (get("cached", "tokio::fs"), get("cached", "vecio-tokio")) {
+    if let Some((a, b)) = r.pair("cached") {
         let x = b.p50_us / a.p50_us;
-        out.push(Target {
-            text: format!("tokio: cached p50 at most 1/5 of tokio::fs's: {x:.3}x"),
-            met: x <= 0.2,
-        });
+        let text = format!("tokio: cached p50 at most 1/5 of tokio::fs's: {x:.3}x");
+        out.push(Target::new(text, x <= 0.2));
     }
-    if let (Some(a), Some(b)) = (get("direct", "tokio::fs"), get("direct", "vecio-tokio")) {
-        let x = med(b) / med(a);
-        out.push(Target {
-            text: format!("tokio: O_DIRECT bandwidth at least 1.5x tokio::fs's: {x:.2}x"),
-            met: x >= 1.5,
-        });
+    if let Some((a, b)) = r.pair("direct") {
+        let x = median(b) / median(a);
+        let text = format!("tokio: O_DIRECT bandwidth at least 1.5x tokio::fs's: {x:.2}x");
+        out.push(Target::new(text, x >= 1.5));
     }
-    if let (Some(a), Some(b)) = (get("mix", "tokio::fs"), get("mix", "vecio-tokio")) {
+    if let Some((a, b)) = r.pair("mix") {
         let x = 1.0 - b.mean_us / a.mean_us;
-        out.push(Target {
-            text: format!(
-                "tokio: the 73/18/9 mix's mean latency at least 30% below tokio::fs's: {:.0}% lower",
-                x * 100.0
-            ),
-            met: x >= 0.3,
-        });
+        let text = format!(
+            "tokio: the 73/18/9 mix's mean latency at least 30% below tokio::fs's: {:.0}% lower",
+            x * 100.0
+        );
+        out.push(Target::new(text, x >= 0.3));
     }
-    if let (Some(f), Some(b)) = (&r.fio, get("direct", "vecio-tokio")) {
+    if let (Some(f), Some(b)) = (&r.fio, r.cell("direct", "vecio-tokio")) {
         let x = paired_median(&b.mib_s, &f.mib_s);
-        out.push(Target {
-            text: format!(
-                "tokio: O_DIRECT bandwidth at least 0.9x fio's io_uring (16 KiB, iodepth {}): {}",
-                f.iodepth,
-                x.map_or("not measured".into(), |x| format!("{x:.2}x"))
-            ),
-            met: x.is_some_and(|x| x >= 0.9),
-        });
+        let text = format!(
+            "tokio: O_DIRECT bandwidth at least 0.9x fio's io_uring (16 KiB, iodepth {}): {}",
+            f.iodepth,
+            x.map_or("not measured".into(), |x| format!("{x:.2}x"))
+        );
+        out.push(Target::new(text, x.is_some_and(|x| x >= 0.9)));
     }
     out
 }

@@ -1,6 +1,5 @@
-//! The tree the experiment extracts: a generated one shaped like a source tree (a seeded
-//! generator, so every run makes the same tree), packed once into a tarball with `tar`, or
-//! the user's own tarball.
+//! The tree the experiment extracts: a seeded, source-like one packed with `tar`, or the
+//! user's tarball.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

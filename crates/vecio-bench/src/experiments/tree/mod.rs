@@ -1,10 +1,5 @@
-//! A source tree's life through `vecio fuse` (issue 27): extract a tarball, walk the tree cold,
-//! read every file, remove it; natively on an ext4 directory, and through mounts of that same
-//! directory by `vecio fuse` (default options, `--passthrough`, `--uring`) and, when given,
-//! libfuse's `passthrough_hp`. Each phase is timed; rounds alternate the subjects' order.
-//!
-//! The mounts are the FUSE experiment's ([`crate::experiments::fuse::subjects`]): the same
-//! servers started the same way, waited on and stopped the same way.
+//! A source tree's life through `vecio fuse` (issue 27), natively and through the FUSE
+//! experiment's mounts: docs/fuse.md, "A tree's life".
 
 mod generate;
 pub mod phases;
@@ -19,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::options::{parse_count, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed, Target};
-use crate::experiments::fuse::subjects::{self, Kind, Mounted, Subject};
+use crate::experiments::fuse::subjects::{self, Mounted, Subject};
 use crate::experiments::fuse::{NATIVE, VECIO, VECIO_PASSTHROUGH, VECIO_URING};
 use crate::harness::cleanup::{remove_tree, ScratchDir};
 use crate::harness::meta::RunMeta;
@@ -57,12 +52,9 @@ impl Experiment for Tree {
     const ABOUT: &'static str = "A source tree's life (issue 27): tar -x, cold walk, read all, \
         rm -rf natively and through vecio fuse (default, --passthrough, --uring)";
     const FIELDS: &'static [&'static str] = &["tree", "rounds", "subjects"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = TreeOptions;
     type Report = TreeReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut TreeOptions, p: &Preset) {
         o.common.dir = p.dir.clone();
@@ -170,12 +162,7 @@ fn subjects(hp: bool) -> Vec<Subject> {
         Subject::vecio(VECIO_URING, &["--uring"]),
     ];
     if hp {
-        v.push(Subject {
-            name: HP.into(),
-            kind: Kind::Libfuse {
-                example: subjects::HP_PASSTHROUGH.into(),
-            },
-        });
+        v.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
     }
     v
 }
@@ -185,11 +172,7 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(why) = crate::experiments::fuse::cannot_run() {
         anyhow::bail!("the tree experiment cannot run: {why}");
     }
-    let dir = match &opts.common.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
-    let tmp = ScratchDir::new_in("tree", &dir)?;
+    let tmp = ScratchDir::new_in("tree", &opts.common.scratch_parent()?)?;
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
@@ -199,13 +182,8 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
         .iter()
         .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p.clone()))
         .collect();
-    let mut mounted = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        let mp = tmp.path().join(format!("mnt{i}"));
-        let m = subjects::mount(s, exe, &hp, &src, &format!("t{i}"), &mp)
-            .with_context(|| s.name.clone())?;
-        mounted.push(m);
-    }
+    let file = |i| format!("t{i}");
+    let mounted = subjects::mount_all(&subjects, exe, &hp, &src, file, tmp.path())?;
     let mut results: Vec<SubjectResult> = subjects.iter().map(empty_result).collect();
     let caches_not_dropped = phases::drop_caches().err().map(|e| format!("{e:#}"));
     for round in 0..opts.common.repeat {
@@ -222,11 +200,7 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
             }
         }
     }
-    for m in mounted {
-        if let Err(e) = m.stop() {
-            eprintln!("bench tree: {e:#}");
-        }
-    }
+    subjects::stop_all(mounted, "bench tree");
     for r in &mut results {
         for p in &mut r.phases {
             p.seconds = Summary::of(&p.samples);

@@ -1,6 +1,5 @@
-//! The phases of a tree's life, each one timed: extract (`tar -x`), a cold walk (caches
-//! dropped first, then a `stat` of every entry), a read of every file, and its removal
-//! (`rm -rf`); and the server's CPU time, read from `/proc` around each phase.
+//! The phases of a tree's life, each timed (extract, cold walk, read all, remove), and the
+//! server's CPU time read from `/proc` around them.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -28,32 +28,31 @@ pub(super) const SEED: Seed = Seed {
 impl View for TreeReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
         let t = &self.tree;
-        let mut extra = vec![(
-            "tree".to_string(),
-            format!(
-                "{}: {} files in {} directories, {:.1} MiB; {} round(s), subjects alternating \
-                 order",
-                t.source,
-                t.files,
-                t.dirs,
-                t.bytes as f64 / f64::from(1 << 20),
-                self.rounds
-            ),
-        )];
-        if let Some(why) = &self.caches_not_dropped {
-            extra.push(("cold walk".into(), format!("warm: {why}")));
-        }
+        let tree = format!(
+            "{}: {} files in {} directories, {:.1} MiB; {} round(s), subjects alternating order",
+            t.source,
+            t.files,
+            t.dirs,
+            t.bytes as f64 / f64::from(1 << 20),
+            self.rounds
+        );
+        let mut extra = vec![("tree", tree)];
+        extra.extend(
+            self.caches_not_dropped
+                .as_ref()
+                .map(|why| ("cold walk", format!("warm: {why}"))),
+        );
         s.setup = lines(setup, &self.meta, extra, &[]);
-        s.tables.push(seconds(self));
-        s.tables.push(server_cpu(self));
+        s.tables = vec![seconds(self), server_cpu(self)];
         s.targets.extend(self.targets.iter().cloned());
         s.notes
             .extend(self.not_judged.iter().map(|n| format!("not judged: {n}")));
-        for r in &self.results {
-            if let Some(e) = &r.error {
-                s.notes.push(format!("{} failed: {e}", r.subject));
-            }
-        }
+        let failed = self
+            .results
+            .iter()
+            .filter_map(|r| Some((&r.subject, r.error.as_ref()?)));
+        s.notes
+            .extend(failed.map(|(subject, e)| format!("{subject} failed: {e}")));
         s.notes
             .push(format!("FUSE requests per file: {}.", self.requests));
         s.notes.push(
@@ -72,15 +71,10 @@ impl View for TreeReport {
     fn metrics(&self) -> Vec<Metric> {
         let mut out = Vec::new();
         for r in &self.results {
-            for p in &r.phases {
-                if let Some(s) = &p.seconds {
-                    let name = format!("{} / {} s", r.subject, p.phase.name());
-                    out.push(Metric::of(Tree::KEY, name, s, false));
-                }
-            }
-            if let Some(s) = &r.total {
-                let name = format!("{} / whole life s", r.subject);
-                out.push(Metric::of(Tree::KEY, name, s, false));
+            let phases = r.phases.iter().map(|p| (p.phase.name(), &p.seconds));
+            for (what, s) in phases.chain([("whole life", &r.total)]) {
+                let name = format!("{} / {what} s", r.subject);
+                out.extend(s.as_ref().map(|s| Metric::of(Tree::KEY, name, s, false)));
             }
         }
         out
@@ -88,56 +82,48 @@ impl View for TreeReport {
 }
 
 fn seconds(f: &TreeReport) -> DataTable {
-    let mut header = vec!["subject"];
-    header.extend(PHASES.iter().map(|p| p.name()));
-    header.extend(["whole life", "life vs native", "extract vs native"]);
-    let mut t = DataTable::new(
-        "Seconds per phase (median of the rounds ± relative std dev), and each subject over \
-         native",
-        &header,
-    );
+    let title = "Seconds per phase (median of the rounds ± relative std dev), and each subject \
+                 over native";
     let native = f.result(NATIVE);
-    for (ri, r) in f.results.iter().enumerate() {
-        let mut row = vec![Cell::text(&r.subject)];
-        for (pi, p) in r.phases.iter().enumerate() {
-            row.push(p.seconds.as_ref().map_or(Cell::text("-"), |s| {
-                Cell::summary(s, 3, format!("/tree/results/{ri}/phases/{pi}/seconds"))
-            }));
-        }
-        row.push(r.total.as_ref().map_or(Cell::text("-"), |s| {
-            Cell::summary(s, 3, format!("/tree/results/{ri}/total"))
-        }));
-        row.push(Cell::ratio(ratio(Some(r), native, None)));
-        row.push(Cell::ratio(ratio(Some(r), native, Some(Phase::Extract))));
-        t.rows.push(row);
+    let mut t =
+        DataTable::over(title, "/tree/results", &f.results).col("subject", |_, r| &r.subject);
+    for (pi, p) in PHASES.iter().enumerate() {
+        t = t.col(p.name(), move |at, r| {
+            let s = r.phases.get(pi)?.seconds.as_ref()?;
+            Some(at.summary(s, 3, &format!("phases/{pi}/seconds")))
+        });
     }
-    t
+    t.col("whole life", |at, r| {
+        Some(at.summary(r.total.as_ref()?, 3, "total"))
+    })
+    .col("life vs native", |_, r| {
+        Cell::ratio(ratio(Some(r), native, None))
+    })
+    .col("extract vs native", |_, r| {
+        Cell::ratio(ratio(Some(r), native, Some(Phase::Extract)))
+    })
+    .done()
 }
 
 fn server_cpu(f: &TreeReport) -> DataTable {
-    let mut header = vec!["subject"];
-    let cols: Vec<String> = PHASES
-        .iter()
-        .map(|p| format!("{} CPU µs/file", p.name()))
-        .collect();
-    header.extend(cols.iter().map(String::as_str));
-    header.push("whole life CPU s");
-    let mut t = DataTable::new(
-        "The server's CPU time (user + system, from /proc/PID/stat around each phase; median of \
-         the rounds), per file of the tree",
-        &header,
-    );
+    let title = "The server's CPU time (user + system, from /proc/PID/stat around each phase; \
+                 median of the rounds), per file of the tree";
     let files = f.tree.files.max(1) as f64;
-    for r in f.results.iter().filter(|r| r.subject != NATIVE) {
-        let mut row = vec![Cell::text(&r.subject)];
-        let mut total = 0.0;
-        for p in &r.phases {
-            let m = median(&p.server_cpu_s);
-            total += m.unwrap_or(0.0);
-            row.push(Cell::maybe(m.map(|m| m * 1e6 / files), 1));
-        }
-        row.push(Cell::maybe(Some(total), 3));
-        t.rows.push(row);
+    let served = f.results.iter().filter(|r| r.subject != NATIVE);
+    let mut t = DataTable::over(title, "", served).col("subject", |_, r| &r.subject);
+    for (pi, p) in PHASES.iter().enumerate() {
+        t = t.col(&format!("{} CPU µs/file", p.name()), move |_, r| {
+            let m = median(&r.phases.get(pi)?.server_cpu_s);
+            Some(Cell::maybe(m.map(|m| m * 1e6 / files), 1))
+        });
     }
-    t
+    t.col("whole life CPU s", |_, r| {
+        let cpu = r
+            .phases
+            .iter()
+            .map(|p| median(&p.server_cpu_s).unwrap_or(0.0));
+        let total = cpu.fold(0.0, |a, b| a + b);
+        Cell::maybe(Some(total), 3)
+    })
+    .done()
 }

@@ -1,12 +1,10 @@
-//! The readv/writev experiment: the table of the 2002 readv/writev rework
-//! (`seeds/000_7dcf0df396dbfddb.txt`), re-measured.
-//!
-//! Each request is 32 KiB as 8 x 4 KiB segments, O_DIRECT, one request at a time (as the
-//! seed's test loop). The serial engine waits on each segment before starting the next (the
-//! seed's "before"); sync and uring hand the kernel the whole vector (its "after"). fio runs
-//! the same pattern with bs=4k psync (the per-segment reference: for random rows, eight 4 KiB
-//! calls per random 32 KiB block, as the serial engine does) and bs=32k psync (the limit).
+//! The readv/writev experiment: seed 000's table (`seeds/000_7dcf0df396dbfddb.txt`) re-measured.
+//! Each request is 32 KiB as 8 x 4 KiB O_DIRECT segments, one at a time: the serial engine
+//! waits on each segment (the seed's "before"), sync and uring hand the kernel the whole vector
+//! (its "after"); fio runs bs=4k psync (eight calls per random 32 KiB block, as serial does) and
+//! bs=32k psync (the limit).
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -18,11 +16,11 @@ use vecio::{BufPool, BufPoolOptions, Direct, Engine, EngineKind, File, Region, P
 
 use crate::experiment::options::{parse_size, Common, Source};
 use crate::experiment::{Env, Experiment, Preset, Seed};
-use crate::harness::fio::{FioEngine, FioJob, FioResult, FioRw};
+use crate::harness::fio::{FioJob, FioResult, FioRw};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::stats::{median, paired_median, per, Summary};
 use measure::measure;
 
 /// Segments per request.
@@ -63,12 +61,9 @@ impl Experiment for Writev {
     const ABOUT: &'static str =
         "readv/writev rework (2002): 32 KiB = 8 x 4 KiB O_DIRECT requests, serial vs batched";
     const FIELDS: &'static [&'static str] = &["rows", "meta"];
+    const SEED: &'static Seed = &view::SEED;
     type Options = WritevOptions;
     type Report = WritevReport;
-
-    fn seed() -> &'static Seed {
-        &view::SEED
-    }
 
     fn preset(o: &mut WritevOptions, p: &Preset) {
         o.common.dir = p.dir.clone();
@@ -119,28 +114,27 @@ impl Row {
         Row::SequentialMixed,
     ];
 
+    /// Its name as the seed writes it, the seed's speedup (before / after wall time of its
+    /// test loop) and fio's `--rw`.
+    fn spec(self) -> (&'static str, f64, FioRw) {
+        match self {
+            Row::RandomWritev => ("random writev", 14.254 / 1.628, FioRw::RandWrite),
+            Row::SequentialWritev => ("sequential writev", 14.853 / 2.238, FioRw::Write),
+            Row::RandomReadv => ("random readv", 4.760 / 4.510, FioRw::RandRead),
+            Row::SequentialReadv => ("sequential readv", 4.797 / 4.545, FioRw::Read),
+            Row::RandomMixed => ("random mixed", 16.237 / 3.193, FioRw::RandReadWrite),
+            Row::SequentialMixed => ("sequential mixed", 14.863 / 2.256, FioRw::ReadWrite),
+        }
+    }
+
     /// The row's name as the seed writes it.
     pub fn name(self) -> &'static str {
-        match self {
-            Row::RandomWritev => "random writev",
-            Row::SequentialWritev => "sequential writev",
-            Row::RandomReadv => "random readv",
-            Row::SequentialReadv => "sequential readv",
-            Row::RandomMixed => "random mixed",
-            Row::SequentialMixed => "sequential mixed",
-        }
+        self.spec().0
     }
 
     /// The seed's speedup (before / after wall time of its test loop).
     pub fn seed_speedup(self) -> f64 {
-        match self {
-            Row::RandomWritev => 14.254 / 1.628,
-            Row::SequentialWritev => 14.853 / 2.238,
-            Row::RandomReadv => 4.760 / 4.510,
-            Row::SequentialReadv => 4.797 / 4.545,
-            Row::RandomMixed => 16.237 / 3.193,
-            Row::SequentialMixed => 14.863 / 2.256,
-        }
+        self.spec().1
     }
 
     /// The seed's system-time ratio (before / after), where it reports one that matters.
@@ -154,24 +148,13 @@ impl Row {
 
     fn random(self) -> bool {
         matches!(
-            self,
-            Row::RandomWritev | Row::RandomReadv | Row::RandomMixed
+            self.spec().2,
+            FioRw::RandWrite | FioRw::RandRead | FioRw::RandReadWrite
         )
     }
 
     fn writes(self) -> bool {
-        !matches!(self, Row::RandomReadv | Row::SequentialReadv)
-    }
-
-    fn fio_rw(self) -> FioRw {
-        match self {
-            Row::RandomWritev => FioRw::RandWrite,
-            Row::SequentialWritev => FioRw::Write,
-            Row::RandomReadv => FioRw::RandRead,
-            Row::SequentialReadv => FioRw::Read,
-            Row::RandomMixed => FioRw::RandReadWrite,
-            Row::SequentialMixed => FioRw::ReadWrite,
-        }
+        !matches!(self.spec().2, FioRw::Read | FioRw::RandRead)
     }
 }
 
@@ -251,6 +234,23 @@ impl RowFigures {
         paired_median(&a, &b)
     }
 
+    /// The engine's median MB/s, if measured.
+    pub fn mb(&self, kind: EngineKind) -> Option<f64> {
+        Some(self.engine(kind)?.mb_s.median)
+    }
+
+    /// The engine's median system CPU per request, µs, if measured.
+    pub fn sys_us(&self, kind: EngineKind) -> Option<f64> {
+        median(
+            &self
+                .engine(kind)?
+                .samples
+                .iter()
+                .map(|s| s.sys_us_per_req)
+                .collect::<Vec<_>>(),
+        )
+    }
+
     /// As [`ratio`](Self::ratio), an engine against a fio job.
     pub fn ratio_to_fio(&self, a: EngineKind, fio: &Option<FioFigures>) -> Option<f64> {
         let a: Vec<f64> = self.engine(a)?.samples.iter().map(|s| s.mb_s).collect();
@@ -273,13 +273,21 @@ pub struct WritevReport {
     pub rows: Vec<RowFigures>,
 }
 
+impl WritevReport {
+    /// The figures of row `r`, if it was measured.
+    pub fn row(&self, r: Row) -> Option<&RowFigures> {
+        self.rows.iter().find(|f| f.row == r)
+    }
+}
+
 /// Runs the experiment.
 pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     opts.source.check()?;
     if opts.size < REQUEST as u64 * 16 {
         bail!("--size must be at least {} bytes", REQUEST * 16);
     }
-    let scratch = prepare_file(opts)?;
+    let (dir, file) = (opts.common.dir.as_deref(), opts.source.file.clone());
+    let scratch = ScratchFile::prepare_with_bar("preparing scratch file", dir, file, opts.size)?;
     let path = scratch.path().to_path_buf();
     let rows: Vec<Row> = Row::ALL
         .into_iter()
@@ -296,15 +304,14 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     let region = pool.region().context("a request region")?.clone();
     let mut engines = build_engines(&opts.engines, &region)?;
     let fio_on = !opts.no_fio && crate::harness::fio::fio_version().is_some();
-    let steps =
-        rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * opts.common.repeat as usize;
-    let phase = Phase::timed("bench writev", opts.common.runtime * steps as u32);
+    let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
+    let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * repeat as usize;
+    let phase = Phase::timed("bench writev", runtime * steps as u32);
 
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
-    let mut fio4: Vec<Vec<FioResult>> = vec![Vec::new(); rows.len()];
-    let mut fio32: Vec<Vec<FioResult>> = vec![Vec::new(); rows.len()];
+    let (mut fio4, mut fio32) = (vec![Vec::new(); rows.len()], vec![Vec::new(); rows.len()]);
     let mut rng = SmallRng::seed_from_u64(0x0005_eed0);
-    for _rep in 0..opts.common.repeat {
+    for _rep in 0..repeat {
         for (ri, &row) in rows.iter().enumerate() {
             for (ei, engine) in engines.iter_mut().enumerate() {
                 let s = measure(
@@ -313,34 +320,43 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
                     &mut pool,
                     row,
                     size,
-                    opts.common.runtime,
+                    runtime,
                     &mut rng,
                 )
                 .with_context(|| format!("{} through the {} engine", row.name(), engine.name()))?;
                 samples[ri][ei].push(s);
             }
             if fio_on {
-                fio4[ri].push(fio_job(&path, row, 4096, size, opts.common.runtime)?);
-                fio32[ri].push(fio_job(
-                    &path,
-                    row,
-                    REQUEST as u64,
-                    size,
-                    opts.common.runtime,
-                )?);
+                fio4[ri].push(fio_job(&path, row, 4096, size, runtime)?);
+                fio32[ri].push(fio_job(&path, row, REQUEST as u64, size, runtime)?);
             }
         }
     }
     phase.finish();
 
-    let names: Vec<String> = engines.iter().map(|e| e.name().to_string()).collect();
-    let rows = figures(&rows, &names, &samples, &fio4, &fio32);
+    let rows = rows.iter().enumerate().map(|(ri, &row)| RowFigures {
+        row,
+        name: row.name().to_string(),
+        seed_speedup: row.seed_speedup(),
+        seed_sys_ratio: row.seed_sys_ratio(),
+        engines: engines
+            .iter()
+            .zip(&samples[ri])
+            .map(|(e, s)| EngineFigures {
+                engine: e.name().to_string(),
+                mb_s: Summary::over(s.iter().map(|s| s.mb_s)),
+                samples: s.clone(),
+            })
+            .collect(),
+        fio_4k: fio_figures("bs=4k psync, 8 per random offset", &fio4[ri]),
+        fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
+    });
     Ok(WritevReport {
         meta: RunMeta::collect(&path),
         size,
-        runtime_s: opts.common.runtime.as_secs_f64(),
-        repeat: opts.common.repeat,
-        rows,
+        runtime_s: runtime.as_secs_f64(),
+        repeat,
+        rows: rows.collect(),
     })
 }
 
@@ -356,60 +372,10 @@ fn build_engines(kinds: &[EngineKind], region: &Region) -> Result<Vec<Box<dyn En
     Ok(engines)
 }
 
-/// The figures of every row from its samples: each engine's (named in `names`) and fio's.
-fn figures(
-    rows: &[Row],
-    names: &[String],
-    samples: &[Vec<Vec<Sample>>],
-    fio4: &[Vec<FioResult>],
-    fio32: &[Vec<FioResult>],
-) -> Vec<RowFigures> {
-    rows.iter()
-        .enumerate()
-        .map(|(ri, &row)| RowFigures {
-            row,
-            name: row.name().to_string(),
-            seed_speedup: row.seed_speedup(),
-            seed_sys_ratio: row.seed_sys_ratio(),
-            engines: names
-                .iter()
-                .enumerate()
-                .map(|(ei, name)| EngineFigures {
-                    engine: name.clone(),
-                    mb_s: summary(&samples[ri][ei].iter().map(|s| s.mb_s).collect::<Vec<_>>()),
-                    samples: samples[ri][ei].clone(),
-                })
-                .collect(),
-            fio_4k: fio_figures("bs=4k psync, 8 per random offset", &fio4[ri]),
-            fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
-        })
-        .collect()
-}
-
-fn prepare_file(opts: &WritevOptions) -> Result<ScratchFile> {
-    ScratchFile::prepare_with_bar(
-        "preparing scratch file",
-        opts.common.dir.as_deref(),
-        opts.source.file.clone(),
-        opts.size,
-    )
-}
-
-fn summary(samples: &[f64]) -> Summary {
-    Summary::of(samples).unwrap_or_default()
-}
-
-fn fio_job(
-    path: &std::path::Path,
-    row: Row,
-    bs: u64,
-    size: u64,
-    runtime: Duration,
-) -> Result<FioResult> {
-    let mut job = FioJob::new(path, row.fio_rw(), bs, size);
+/// fio's run of `row` in `bs`-byte calls, psync, O_DIRECT.
+fn fio_job(path: &Path, row: Row, bs: u64, size: u64, runtime: Duration) -> Result<FioResult> {
+    let mut job = FioJob::new(path, row.spec().2, bs, size);
     job.runtime_s = runtime.as_secs_f64();
-    job.ioengine = FioEngine::Psync;
-    job.direct = true;
     if matches!(row, Row::RandomMixed | Row::SequentialMixed) {
         job.rwmixread = Some(50);
     }
@@ -425,28 +391,19 @@ fn fio_figures(job: &str, results: &[FioResult]) -> Option<FioFigures> {
     if results.is_empty() {
         return None;
     }
-    let mb: Vec<f64> = results.iter().map(|r| r.total_mb_s).collect();
     let per_req = |r: &FioResult, x: f64| {
-        let reqs = (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0;
-        if reqs > 0.0 {
-            x / reqs
-        } else {
-            0.0
-        }
+        per(
+            x,
+            (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0,
+        )
     };
-    let sys: Vec<f64> = results
-        .iter()
-        .map(|r| {
-            per_req(
-                r,
-                r.sys_cpu_pct / 100.0 * r.runtime_ms as f64 / 1000.0 * 1e6,
-            )
-        })
-        .collect();
+    let sys_us = |r: &FioResult| r.sys_cpu_pct / 100.0 * r.runtime_ms as f64 / 1000.0 * 1e6;
+    let sys: Vec<f64> = results.iter().map(|r| per_req(r, sys_us(r))).collect();
     let ctx: Vec<f64> = results.iter().map(|r| per_req(r, r.ctx as f64)).collect();
+    let mb: Vec<f64> = results.iter().map(|r| r.total_mb_s).collect();
     Some(FioFigures {
         job: job.to_string(),
-        mb_s: summary(&mb),
+        mb_s: Summary::over(mb.iter().copied()),
         sys_us_per_req: median(&sys).unwrap_or(0.0),
         ctx_per_req: median(&ctx).unwrap_or(0.0),
         samples: mb,

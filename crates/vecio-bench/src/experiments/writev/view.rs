@@ -1,15 +1,14 @@
 //! Seed 000, the readv/writev rework: its entry, section, targets, summary rows and figures.
 
-use vecio::EngineKind;
+use vecio::EngineKind::{self, Serial, Sync, Uring};
 
 use super::{FioFigures, Row, RowFigures, Writev, WritevReport};
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
-use crate::experiment::section::{at_least, div, Plot};
+use crate::experiment::section::{at_least, div, Plot, PAIRED};
 use crate::experiment::seed::claim;
-use crate::experiment::table::{num, Cell, DataTable};
+use crate::experiment::table::{num, At, Cell, DataTable};
 use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
 use crate::harness::setup::{lines, Setup};
-use crate::harness::stats::median;
 
 /// Seed 000, as this experiment re-measures it.
 pub(super) const SEED: Seed = Seed {
@@ -41,97 +40,84 @@ pub(super) const SEED: Seed = Seed {
 
 impl View for WritevReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
-        let w = self;
-        let extra = vec![(
-            "workload".to_string(),
-            format!(
-                "{} MiB covered, {:.1} s per measurement, {} repetition(s)",
-                w.size >> 20,
-                w.runtime_s,
-                w.repeat
-            ),
-        )];
-        s.setup = lines(setup, &w.meta, extra, &["fio"]);
-        s.tables.push(throughput(w));
-        s.tables.push(cpu(w));
+        let workload = format!(
+            "{} MiB covered, {:.1} s per measurement, {} repetition(s)",
+            self.size >> 20,
+            self.runtime_s,
+            self.repeat
+        );
+        s.setup = lines(setup, &self.meta, vec![("workload", workload)], &["fio"]);
+        s.tables = vec![throughput(self), cpu(self)];
         s.plots.push(Plot::new(
             "s000-throughput",
             "Throughput per engine, 32 KiB = 8 x 4 KiB O_DIRECT",
             "Bars: median MB/s, whiskers: lowest and highest repetition. Dark dashes: the serial \
              engine's figure times the seed's speedup, where the seed puts the batched engines.",
-            Chart::Bars(bars(w)),
+            Chart::Bars(bars(self)),
         ));
-        s.targets = targets(w);
-        s.notes.push(
-            "Ratios are medians of per-repetition ratios (both sides measured back to back)."
-                .into(),
-        );
+        s.targets = targets(self);
+        s.notes.push(PAIRED.into());
     }
 
     /// The seed's results beside vecio's.
     fn summary(w: Option<&Self>) -> Vec<SummaryRow> {
         let seed = "000";
         let Some(w) = w else {
-            return vec![SummaryRow::missing(
-                seed,
-                "random writev: uring/serial",
-                "x",
-                "8.8",
-            )];
+            let result = "random writev: uring/serial";
+            return vec![SummaryRow::missing(seed, result, "x", "8.8")];
         };
-        let row = |x: Row| w.rows.iter().find(|f| f.row == x);
         let mut out = Vec::new();
-        for x in [
+        let rows = [
             Row::RandomWritev,
             Row::SequentialWritev,
             Row::RandomMixed,
             Row::SequentialMixed,
-        ] {
-            let Some(f) = row(x) else { continue };
-            let v = f.ratio(EngineKind::Uring, EngineKind::Serial);
+        ];
+        for (x, f) in rows.iter().filter_map(|&x| Some((x, w.row(x)?))) {
+            let v = f.ratio(Uring, Serial);
             // fio's 32k/4k ratio is fio's own ratio, not a program measured beside vecio: it
             // stays in the section's table, not in the summary's peer column.
-            let target = (x == Row::RandomWritev)
-                .then(|| at_least(v, 4.0, "x"))
-                .flatten();
+            let target = (x == Row::RandomWritev).then(|| at_least(v, 4.0, "x"));
+            let result = format!("{}: uring/serial", x.name());
+            let seed_figure = format!("{:.1}", x.seed_speedup());
             out.push(SummaryRow::own(
                 seed,
-                format!("{}: uring/serial", x.name()),
+                result,
                 "x",
-                format!("{:.1}", x.seed_speedup()),
+                seed_figure,
                 num(v, 2),
-                target,
+                target.flatten(),
             ));
         }
-        if let Some(f) = row(Row::RandomReadv) {
-            let v = div(sys_us(f, EngineKind::Serial), sys_us(f, EngineKind::Uring));
+        if let Some(f) = w.row(Row::RandomReadv) {
+            let v = div(f.sys_us(Serial), f.sys_us(Uring));
+            let result = "random readv sys time: serial/uring".into();
+            let seed_figure = format!("{:.1}", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0));
             out.push(SummaryRow::own(
                 seed,
-                "random readv sys time: serial/uring".into(),
+                result,
                 "x",
-                format!("{:.1}", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0)),
+                seed_figure,
                 num(v, 2),
                 None,
             ));
         }
-        out.extend(row(Row::RandomWritev).map(|f| fio_row(f, seed)));
+        out.extend(w.row(Row::RandomWritev).map(|f| fio_row(f, seed)));
         out
     }
 
     /// writev's figures: MB/s per row and engine, and fio's.
     fn metrics(&self) -> Vec<Metric> {
-        let w = self;
         let mut out = Vec::new();
-        for row in &w.rows {
-            for e in &row.engines {
-                let name = format!("{} / {} MB/s", row.name, e.engine);
-                out.push(Metric::of(Writev::KEY, name, &e.mb_s, true));
-            }
-            for (job, f) in [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)] {
-                if let Some(f) = f {
-                    let name = format!("{} / {job} MB/s", row.name);
-                    out.push(Metric::of(Writev::KEY, name, &f.mb_s, true));
-                }
+        for row in &self.rows {
+            let fio = [("fio 4k", &row.fio_4k), ("fio 32k", &row.fio_32k)];
+            let fio = fio
+                .into_iter()
+                .filter_map(|(job, f)| Some((job, &f.as_ref()?.mb_s)));
+            let engines = row.engines.iter().map(|e| (e.engine.as_str(), &e.mb_s));
+            for (who, mb_s) in engines.chain(fio) {
+                let name = format!("{} / {who} MB/s", row.name);
+                out.push(Metric::of(Writev::KEY, name, mb_s, true));
             }
         }
         out
@@ -139,145 +125,64 @@ impl View for WritevReport {
 }
 
 /// The engines in table order.
-const ENGINES: [EngineKind; 3] = [EngineKind::Serial, EngineKind::Sync, EngineKind::Uring];
-
-fn engine_index(row: &RowFigures, k: EngineKind) -> Option<usize> {
-    row.engines.iter().position(|e| e.engine == k.name())
-}
+const ENGINES: [EngineKind; 3] = [Serial, Sync, Uring];
 
 fn throughput(w: &WritevReport) -> DataTable {
-    let mut t = DataTable::new(
-        "Throughput, MB/s (10^6 bytes/s; median ± relative std dev of the repetitions)",
-        &[
-            "row",
-            "serial",
-            "sync",
-            "uring",
-            "fio bs=4k psync",
-            "fio bs=32k psync",
-            "uring/serial",
-            "sync/serial",
-            "seed",
-            "uring/fio 32k",
-        ],
-    );
-    for (ri, row) in w.rows.iter().enumerate() {
-        let base = format!("/writev/rows/{ri}");
-        let mut cells = vec![Cell::text(&row.name)];
-        for k in ENGINES {
-            cells.push(match engine_index(row, k) {
-                Some(ei) => Cell::summary(
-                    &row.engines[ei].mb_s,
-                    1,
-                    format!("{base}/engines/{ei}/mb_s"),
-                ),
-                None => Cell::text("-"),
-            });
-        }
-        for (name, f) in [("fio_4k", &row.fio_4k), ("fio_32k", &row.fio_32k)] {
-            cells.push(match f {
-                Some(f) => Cell::summary(&f.mb_s, 1, format!("{base}/{name}/mb_s")),
-                None => Cell::text("-"),
-            });
-        }
-        cells.push(Cell::ratio(
-            row.ratio(EngineKind::Uring, EngineKind::Serial),
-        ));
-        cells.push(Cell::ratio(row.ratio(EngineKind::Sync, EngineKind::Serial)));
-        cells.push(Cell::json(
-            row.seed_speedup,
-            1,
-            format!("{base}/seed_speedup"),
-        ));
-        cells.push(Cell::ratio(
-            row.ratio_to_fio(EngineKind::Uring, &row.fio_32k),
-        ));
-        t.rows.push(cells);
+    let title = "Throughput, MB/s (10^6 bytes/s; median ± relative std dev of the repetitions)";
+    let mut t = DataTable::over(title, "/writev/rows", &w.rows).col("row", |_, r| &r.name);
+    for k in ENGINES {
+        t = t.col(k.name(), move |at, r| {
+            let ei = r.engines.iter().position(|e| e.engine == k.name())?;
+            Some(at.summary(&r.engines[ei].mb_s, 1, &format!("engines/{ei}/mb_s")))
+        });
     }
-    t
-}
-
-/// Median system µs per request of an engine.
-fn sys_us(row: &RowFigures, k: EngineKind) -> Option<f64> {
-    let e = &row.engines[engine_index(row, k)?];
-    median(
-        &e.samples
-            .iter()
-            .map(|s| s.sys_us_per_req)
-            .collect::<Vec<_>>(),
-    )
+    let fio = |f: &Option<FioFigures>, at: &At, name: &str| {
+        f.as_ref()
+            .map(|f| at.summary(&f.mb_s, 1, &format!("{name}/mb_s")))
+    };
+    t.col("fio bs=4k psync", |at, r| fio(&r.fio_4k, at, "fio_4k"))
+        .col("fio bs=32k psync", |at, r| fio(&r.fio_32k, at, "fio_32k"))
+        .col("uring/serial", |_, r| Cell::ratio(r.ratio(Uring, Serial)))
+        .col("sync/serial", |_, r| Cell::ratio(r.ratio(Sync, Serial)))
+        .col("seed", |at, r| at.json(r.seed_speedup, 1, "seed_speedup"))
+        .col("uring/fio 32k", |_, r| {
+            Cell::ratio(r.ratio_to_fio(Uring, &r.fio_32k))
+        })
+        .done()
 }
 
 fn cpu(w: &WritevReport) -> DataTable {
-    let mut t = DataTable::new(
-        "System CPU per request, µs (median), and the seed's system-time ratio",
-        &[
-            "row",
-            "serial",
-            "sync",
-            "uring",
-            "fio bs=32k",
-            "serial/uring",
-            "seed",
-        ],
-    );
-    for (ri, row) in w.rows.iter().enumerate() {
-        let mut cells = vec![Cell::text(&row.name)];
-        for k in ENGINES {
-            cells.push(match sys_us(row, k) {
-                Some(v) => Cell::derived(v, format!("{v:.1}")),
-                None => Cell::text("-"),
-            });
-        }
-        cells.push(match &row.fio_32k {
-            Some(f) => Cell::json(
-                f.sys_us_per_req,
-                1,
-                format!("/writev/rows/{ri}/fio_32k/sys_us_per_req"),
-            ),
-            None => Cell::text("-"),
-        });
-        cells.push(Cell::ratio(div(
-            sys_us(row, EngineKind::Serial),
-            sys_us(row, EngineKind::Uring),
-        )));
-        cells.push(match row.seed_sys_ratio {
-            Some(v) => Cell::json(v, 1, format!("/writev/rows/{ri}/seed_sys_ratio")),
-            None => Cell::text("-"),
-        });
-        t.rows.push(cells);
+    let title = "System CPU per request, µs (median), and the seed's system-time ratio";
+    let mut t = DataTable::over(title, "/writev/rows", &w.rows).col("row", |_, r| &r.name);
+    for k in ENGINES {
+        t = t.col(k.name(), move |_, r| Cell::maybe(r.sys_us(k), 1));
     }
-    t
+    t.col("fio bs=32k", |at, r| {
+        let f = r.fio_32k.as_ref()?;
+        Some(at.json(f.sys_us_per_req, 1, "fio_32k/sys_us_per_req"))
+    })
+    .col("serial/uring", |_, r| {
+        Cell::ratio(div(r.sys_us(Serial), r.sys_us(Uring)))
+    })
+    .col("seed", |at, r| {
+        Some(at.json(r.seed_sys_ratio?, 1, "seed_sys_ratio"))
+    })
+    .done()
 }
 
 fn bars(w: &WritevReport) -> Bars {
-    let groups = w
-        .rows
-        .iter()
-        .map(|row| {
-            let serial = engine_index(row, EngineKind::Serial).map(|i| row.engines[i].mb_s.median);
-            let mark = serial.map(|s| s * row.seed_speedup);
-            let mut values: Vec<Option<BarValue>> = ENGINES
-                .iter()
-                .map(|&k| {
-                    let e = &row.engines[engine_index(row, k)?];
-                    let v = BarValue::of(&e.mb_s);
-                    Some(if k == EngineKind::Serial {
-                        v
-                    } else {
-                        v.marked(mark)
-                    })
-                })
-                .collect();
-            let fio = |f: &Option<FioFigures>| f.as_ref().map(|f| BarValue::of(&f.mb_s));
-            values.push(fio(&row.fio_4k));
-            values.push(fio(&row.fio_32k));
-            BarGroup {
-                label: row.name.clone(),
-                values,
-            }
-        })
-        .collect();
+    let groups = w.rows.iter().map(|row| {
+        let mark = row.mb(Serial).map(|s| s * row.seed_speedup);
+        let engines = ENGINES.iter().map(|&k| {
+            let v = BarValue::of(&row.engine(k)?.mb_s);
+            Some(if k == Serial { v } else { v.marked(mark) })
+        });
+        let fio = [&row.fio_4k, &row.fio_32k].map(|f| f.as_ref().map(|f| BarValue::of(&f.mb_s)));
+        BarGroup {
+            label: row.name.clone(),
+            values: engines.chain(fio).collect(),
+        }
+    });
     Bars {
         title: "readv/writev: MB/s per engine (seed 000)".into(),
         y_label: "MB/s".into(),
@@ -290,22 +195,21 @@ fn bars(w: &WritevReport) -> Bars {
         ]
         .map(String::from)
         .to_vec(),
-        groups,
+        groups: groups.collect(),
         mark_label: "serial x the seed's speedup".into(),
     }
 }
 
 /// Random writev's MB/s through vecio's io_uring engine beside fio's 32k psync on the same file.
 fn fio_row(f: &RowFigures, seed: &'static str) -> SummaryRow {
-    let v = engine_index(f, EngineKind::Uring).map(|i| f.engines[i].mb_s.median);
-    let peer = f.fio_32k.as_ref().map(|x| x.mb_s.median);
+    let (v, peer) = (f.mb(Uring), f.fio_32k.as_ref().map(|x| x.mb_s.median));
     let r = div(v, peer);
     SummaryRow {
         seed,
         result: "random writev: uring vs fio 32k".into(),
         unit: "MB/s",
         seed_figure: "-".into(),
-        vecio: v.map_or("-".into(), |v| format!("{v:.1}")),
+        vecio: num(v, 1),
         peer: peer.map_or("-".into(), |p| format!("{p:.1} fio 32k")),
         ratio: r,
         target: at_least(r, 0.95, "x"),
@@ -314,43 +218,31 @@ fn fio_row(f: &RowFigures, seed: &'static str) -> SummaryRow {
 
 /// The issue's targets, checked against a report. Targets needing fio are left out without it.
 pub(super) fn targets(report: &WritevReport) -> Vec<Target> {
-    use EngineKind::*;
     let mut out = Vec::new();
-    let row = |r: Row| report.rows.iter().find(|x| x.row == r);
     for r in [Row::RandomWritev, Row::RandomReadv] {
-        let Some(f) = row(r) else { continue };
+        let Some(f) = report.row(r) else { continue };
         let Some(fio) = f.fio_32k.as_ref().map(|x| x.mb_s.median) else {
             continue;
         };
-        for k in [Uring, Sync] {
-            if let Some(e) = f.engine(k) {
-                let ratio = e.mb_s.median / fio;
-                out.push(Target {
-                    text: format!(
-                        "{} {}: {:.2}x fio bs=32k psync (want >= 0.95x)",
-                        r.name(),
-                        k.name(),
-                        ratio
-                    ),
-                    met: ratio >= 0.95,
-                });
-            }
+        for (k, e) in [Uring, Sync]
+            .into_iter()
+            .filter_map(|k| Some((k, f.engine(k)?)))
+        {
+            let ratio = e.mb_s.median / fio;
+            let (row, engine) = (r.name(), k.name());
+            let text = format!("{row} {engine}: {ratio:.2}x fio bs=32k psync (want >= 0.95x)");
+            out.push(Target::new(text, ratio >= 0.95));
         }
     }
-    if let Some(f) = row(Row::RandomWritev) {
+    if let Some(f) = report.row(Row::RandomWritev) {
         if let Some(ratio) = f.ratio_to_fio(Serial, &f.fio_4k) {
-            out.push(Target {
-                text: format!(
-                    "random writev serial: {ratio:.2}x fio bs=4k psync (want within 10%)"
-                ),
-                met: (ratio - 1.0).abs() <= 0.10,
-            });
+            let text =
+                format!("random writev serial: {ratio:.2}x fio bs=4k psync (want within 10%)");
+            out.push(Target::new(text, (ratio - 1.0).abs() <= 0.10));
         }
         if let Some(ratio) = f.ratio(Uring, Serial) {
-            out.push(Target {
-                text: format!("random writev uring/serial: {ratio:.2}x (want >= 4x; seed 8.7x)"),
-                met: ratio >= 4.0,
-            });
+            let text = format!("random writev uring/serial: {ratio:.2}x (want >= 4x; seed 8.7x)");
+            out.push(Target::new(text, ratio >= 4.0));
         }
     }
     out

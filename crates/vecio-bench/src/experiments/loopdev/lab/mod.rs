@@ -1,13 +1,5 @@
 //! The loop experiment's lab rows (`vecio bench loop --lab`): seed 001's table on real block
-//! devices, measured inside one boot of Debian's 6.12 kernel under qemu (the project's lab,
-//! `scripts/lab`), since the machines the bench runs on may have no ublk driver or NBD client.
-//!
-//! The guest script `scripts/lab.d/bench/loop.sh` serves one backing file on the guest's ext4
-//! scratch disk as the kernel's loop device without and with direct I/O (the seed's "before"
-//! and "after"), as `vecio ublk`, as rublk's loop target (a peer, built once with `cargo
-//! install` into the lab's cache) and through `vecio nbd` and the kernel's `nbd-client`; fio
-//! drives each with `O_DIRECT` at [`super::DEPTH`] in flight. It writes one JSON line per
-//! measurement (`parse`); the host reads them back from the lab's results directory.
+//! devices in one boot of Debian's 6.12 under qemu (docs/lab.md).
 
 mod checkout;
 pub(crate) mod parse;
@@ -118,11 +110,7 @@ pub struct LabCell {
 impl LabCell {
     /// The headline figure's summary (IOPS or MB/s).
     pub fn figure(&self) -> &Summary {
-        if self.job.in_iops() {
-            &self.iops
-        } else {
-            &self.mb_s
-        }
+        self.job.pick(&self.iops, &self.mb_s)
     }
 
     /// Median over the samples of `f`.
@@ -196,7 +184,7 @@ impl LabReport {
 
     /// Median over the repetitions of `a`'s headline figure over `b`'s in the same repetition.
     pub fn ratio(&self, job: Job, a: Device, b: Device) -> Option<f64> {
-        self.paired(job, a, b, |s| job.headline(s.iops, s.mb_s))
+        self.paired(job, a, b, |s| job.pick(s.iops, s.mb_s))
     }
 
     /// Median over the repetitions of `f` of `a` over `f` of `b` in the same repetition.

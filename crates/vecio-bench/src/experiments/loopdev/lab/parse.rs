@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{Device, DeviceInfo, LabCell, LabReport, LabSample, LabSkip, JOBS};
 use crate::experiments::loopdev::Job;
 use crate::harness::fio;
-use crate::harness::stats::Summary;
+use crate::harness::stats::{per, Summary};
 
 /// One line of the guest's file.
 #[derive(Deserialize)]
@@ -74,7 +74,6 @@ impl SampleLine {
         let bytes = r.total_mb_s * 1e6 * secs;
         let cached_growth = (self.cached_kib_after - self.cached_kib_before) * 1024;
         let ctx = self.ctxt_after.saturating_sub(self.ctxt_before);
-        let per = |x: f64, of: f64| if of > 0.0 { x / of } else { 0.0 };
         Ok(LabSample {
             rep: self.rep,
             iops: r.read_iops + r.write_iops,
@@ -162,16 +161,13 @@ pub fn parse(text: &str) -> Result<LabReport> {
             if s.is_empty() {
                 continue;
             }
-            let summary = |f: fn(&LabSample) -> f64| {
-                Summary::of(&s.iter().map(f).collect::<Vec<_>>()).unwrap_or_default()
-            };
             r.cells.push(LabCell {
                 device,
                 name: device.name().to_string(),
                 job,
                 job_name: job.name().to_string(),
-                iops: summary(|x| x.iops),
-                mb_s: summary(|x| x.mb_s),
+                iops: Summary::over(s.iter().map(|x| x.iops)),
+                mb_s: Summary::over(s.iter().map(|x| x.mb_s)),
                 samples: s,
             });
         }

@@ -2,7 +2,7 @@
 //! TCG emulation the table shows ratios only: an emulated CPU's absolute figures say nothing
 //! about a real machine, while devices measured in the same guest still compare.
 
-use super::{Device, LabReport, JOBS};
+use super::{Device, LabCell, LabReport, JOBS};
 use crate::experiment::table::{Cell, DataTable};
 use crate::experiment::Experiment;
 use crate::experiment::{Metric, Target};
@@ -36,50 +36,28 @@ pub(crate) fn table(l: &LabReport) -> Option<DataTable> {
     if l.cells.is_empty() {
         return None;
     }
-    let mut header = vec!["job", "device"];
-    if !l.emulated {
-        header.push("figure");
-    }
-    header.extend([
-        "vs loop dio",
-        "vs rublk",
-        "page cache, % of moved",
-        "ctx/req vs loop dio",
-    ]);
-    let mut t = DataTable::new(title(l), &header);
-    for (ci, c) in l.cells.iter().enumerate() {
-        let mut row = vec![
-            Cell::text(format!("{} ({})", c.job.name(), c.job.unit())),
-            Cell::text(&c.name),
-        ];
-        if !l.emulated {
-            let (field, prec) = if c.job.in_iops() {
-                ("iops", 0)
-            } else {
-                ("mb_s", 1)
-            };
-            row.push(Cell::summary(
-                c.figure(),
-                prec,
-                format!("/loop/lab/cells/{ci}/{field}"),
-            ));
-        }
-        let vs_rublk = (c.device == Device::VecioUblk)
-            .then(|| l.ratio(c.job, c.device, Device::RublkLoop))
-            .flatten();
-        row.extend([
-            Cell::ratio(l.ratio(c.job, c.device, Device::LoopDio)),
-            Cell::ratio(vs_rublk),
-            Cell::maybe(c.median_of(|s| s.cached_growth_pct.max(0.0)), 1),
-            Cell::ratio(l.paired(c.job, c.device, Device::LoopDio, |s| s.ctx_per_req)),
-        ]);
-        t.rows.push(row);
-    }
-    Some(t)
+    let vs = |c: &LabCell, d| Cell::ratio(l.ratio(c.job, c.device, d));
+    let table = DataTable::over(title(l), "/loop/lab/cells", &l.cells)
+        .col("job", |_, c| format!("{} ({})", c.job.name(), c.job.unit()))
+        .col("device", |_, c| &c.name)
+        .col_if(!l.emulated, "figure", |at, c| {
+            at.summary(c.figure(), c.job.prec(), c.job.field())
+        })
+        .col("vs loop dio", |_, c| vs(c, Device::LoopDio))
+        .col("vs rublk", |_, c| {
+            Some(vs(c, Device::RublkLoop)).filter(|_| c.device == Device::VecioUblk)
+        })
+        .col("page cache, % of moved", |_, c| {
+            Cell::maybe(c.median_of(|s| s.cached_growth_pct.max(0.0)), 1)
+        })
+        .col("ctx/req vs loop dio", |_, c| {
+            Cell::ratio(l.paired(c.job, c.device, Device::LoopDio, |s| s.ctx_per_req))
+        });
+    Some(table.done())
 }
 
 /// The set-up line of the lab rows.
-pub(crate) fn setup_line(l: &LabReport) -> Option<(String, String)> {
+pub(crate) fn setup_line(l: &LabReport) -> Option<(&'static str, String)> {
     if l.cells.is_empty() {
         return None;
     }
@@ -89,7 +67,7 @@ pub(crate) fn setup_line(l: &LabReport) -> Option<(String, String)> {
         .map(|d| format!("{} {}: {}", d.device.name(), d.path, d.detail))
         .collect();
     Some((
-        "lab rows".to_string(),
+        "lab rows",
         format!(
             "`{}` ({:.0} s): one boot of kernel {} under qemu{}; page cache: the guest's Cached \
              (the backing file's pages dropped before each measurement); ctx: the guest's /proc/stat ctxt; tools: \
@@ -125,14 +103,9 @@ pub fn targets(l: &LabReport) -> Vec<Target> {
     ] {
         for job in JOBS {
             if let Some(r) = l.ratio(job, v, peer) {
-                out.push(Target {
-                    text: format!(
-                        "lab, {}: vecio ublk = {r:.2}x {} (want >= {want}x)",
-                        job.name(),
-                        peer.name()
-                    ),
-                    met: r >= want,
-                });
+                let (job, peer) = (job.name(), peer.name());
+                let text = format!("lab, {job}: vecio ublk = {r:.2}x {peer} (want >= {want}x)");
+                out.push(Target::new(text, r >= want));
             }
         }
     }
@@ -142,15 +115,12 @@ pub fn targets(l: &LabReport) -> Vec<Target> {
             .filter_map(|&j| Some((j, l.cell(d, j)?.median_of(|s| s.cached_growth_pct)?)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((job, pct)) = worst {
-            out.push(Target {
-                text: format!(
-                    "lab: {} page-cache growth {pct:.2}% of the bytes moved at worst ({}) (want \
-                     <= {MAX_CACHED_PCT}%)",
-                    d.name(),
-                    job.name()
-                ),
-                met: pct <= MAX_CACHED_PCT,
-            });
+            let (d, job) = (d.name(), job.name());
+            let text = format!(
+                "lab: {d} page-cache growth {pct:.2}% of the bytes moved at worst ({job}) (want <= \
+                 {MAX_CACHED_PCT}%)"
+            );
+            out.push(Target::new(text, pct <= MAX_CACHED_PCT));
         }
     }
     out

@@ -1,23 +1,58 @@
-//! The loop experiment's TLS rows (issue 12): what TLS costs `vecio nbd` and qemu-nbd, each
-//! measured plain and over TLS in the same run.
-//!
-//! `vecio nbd` direct (`--cache=none`, the default io_uring engine) and `qemu-nbd
-//! --cache=none --aio=io_uring` serve one image on a Unix socket, plain and with
-//! `--tls=require` / `tls-creds-x509` (X.509 certificates the `openssl` command makes in the
-//! run's scratch directory, see [`crate::harness::certs`]). fio's `nbd` engine refuses URIs
-//! naming local files such as `tls-certificates`, so libnbd's own clients read
-//! ([`crate::harness::libnbd`]): `nbdcopy` reads the whole image to `null:` in 128 KiB
-//! requests, and a Python driver over libnbd keeps 4 KiB random reads in flight for the
-//! measurement time. Both keep [`DEPTH`] requests in flight on one connection, and the same
-//! client serves the plain and the TLS cell of a row, so the two differ by TLS alone.
-//!
-//! The image is the table's own when it is at most [`TLS_IMAGE`] bytes (nbdcopy reads a whole
-//! export), else a scratch image of that size. Every measurement starts a fresh server on an
-//! evicted image, as the table's do; within a repetition each server is measured plain and
-//! then over TLS, back to back.
+//! The loop experiment's TLS rows (issue 12): vecio nbd and qemu-nbd, each plain and over TLS
+//! in the same run, read by libnbd's clients (docs/nbd.md, "What TLS costs").
 
 #[cfg(test)]
-pub(crate) mod fixture;
+pub(crate) mod fixture {
+    //! Made-up TLS rows for the tests of their text, targets and report section.
+
+    use super::{TlsCell, TlsReport, TlsSample, JOBS};
+    use crate::experiments::loopdev::{Job, Subject};
+    use crate::harness::stats::Summary;
+
+    fn cell(subject: Subject, tls: bool, job: Job, figure: f64) -> TlsCell {
+        let s = TlsSample {
+            iops: figure,
+            mb_s: figure,
+            requests: 1000.0,
+            bytes: 4096e3,
+            seconds: 1.0,
+            client_cpu_pct: 40.0,
+            cpu_us_per_req: 12.0,
+        };
+        let summary = Summary::of(&[figure]).unwrap_or_default();
+        TlsCell {
+            subject,
+            name: subject.name().into(),
+            tls,
+            job,
+            job_name: job.name().into(),
+            client: super::client_name(job).into(),
+            iops: summary,
+            mb_s: summary,
+            samples: vec![s],
+        }
+    }
+
+    /// vecio plain and TLS, qemu-nbd plain and TLS, the same on both jobs.
+    pub(crate) fn report(vecio: [f64; 2], qemu: [f64; 2]) -> TlsReport {
+        let mut cells = Vec::new();
+        for job in JOBS {
+            for (subject, f) in [(Subject::VecioDirect, vecio), (Subject::QemuNbd, qemu)] {
+                cells.push(cell(subject, false, job, f[0]));
+                cells.push(cell(subject, true, job, f[1]));
+            }
+        }
+        TlsReport {
+            skipped: None,
+            image_size: 256 << 20,
+            depth: 32,
+            runtime_s: 1.0,
+            clients: vec!["nbdcopy 1.14.2".into()],
+            cells,
+        }
+    }
+}
+
 pub(crate) mod view;
 
 use std::path::{Path, PathBuf};
@@ -32,7 +67,7 @@ use crate::harness::libnbd::{self, ClientRun, Endpoint};
 use crate::harness::progress::Phase;
 use crate::harness::rusage::Usage;
 use crate::harness::scratch::ScratchFile;
-use crate::harness::stats::{median, paired_median, Summary};
+use crate::harness::stats::{median, paired_median, per, Summary};
 use vecio_host::pagecache;
 use vecio_host::peers::Peers;
 
@@ -71,32 +106,21 @@ pub struct TlsSample {
 impl TlsSample {
     /// The sample of a client run and the server's usage over it.
     fn of(run: &ClientRun, server: Usage) -> TlsSample {
-        let per_second = |x: f64| {
-            if run.seconds > 0.0 {
-                x / run.seconds
-            } else {
-                0.0
-            }
-        };
-        let requests = run.requests as f64;
+        let (requests, bytes) = (run.requests as f64, run.bytes as f64);
         TlsSample {
-            iops: per_second(requests),
-            mb_s: per_second(run.bytes as f64) / 1e6,
+            iops: per(requests, run.seconds),
+            mb_s: per(bytes, run.seconds) / 1e6,
             requests,
-            bytes: run.bytes as f64,
+            bytes,
             seconds: run.seconds,
-            client_cpu_pct: 100.0 * per_second(run.cpu_s),
-            cpu_us_per_req: if requests > 0.0 {
-                server.cpu_s() * 1e6 / requests
-            } else {
-                0.0
-            },
+            client_cpu_pct: 100.0 * per(run.cpu_s, run.seconds),
+            cpu_us_per_req: per(server.cpu_s() * 1e6, requests),
         }
     }
 
     /// The job's headline figure: IOPS for 4 KiB reads, MB/s for 128 KiB ones.
     pub fn figure(&self, job: Job) -> f64 {
-        job.headline(self.iops, self.mb_s)
+        job.pick(self.iops, self.mb_s)
     }
 }
 
@@ -126,11 +150,7 @@ pub struct TlsCell {
 impl TlsCell {
     /// The headline figure's summary (IOPS or MB/s).
     pub fn figure(&self) -> &Summary {
-        if self.job.in_iops() {
-            &self.iops
-        } else {
-            &self.mb_s
-        }
+        self.job.pick(&self.iops, &self.mb_s)
     }
 
     /// Median over the samples of `f`.
@@ -292,20 +312,16 @@ type Samples = Vec<((Subject, bool, Job), Vec<TlsSample>)>;
 fn cells(samples: Samples) -> Vec<TlsCell> {
     samples
         .into_iter()
-        .map(|((subject, tls, job), s)| {
-            let summary =
-                |f: fn(&TlsSample) -> f64| Summary::of(&s.iter().map(f).collect::<Vec<_>>());
-            TlsCell {
-                subject,
-                name: subject.name().to_string(),
-                tls,
-                job,
-                job_name: job.name().to_string(),
-                client: client_name(job).to_string(),
-                iops: summary(|x| x.iops).unwrap_or_default(),
-                mb_s: summary(|x| x.mb_s).unwrap_or_default(),
-                samples: s,
-            }
+        .map(|((subject, tls, job), s)| TlsCell {
+            subject,
+            name: subject.name().to_string(),
+            tls,
+            job,
+            job_name: job.name().to_string(),
+            client: client_name(job).to_string(),
+            iops: Summary::over(s.iter().map(|x| x.iops)),
+            mb_s: Summary::over(s.iter().map(|x| x.mb_s)),
+            samples: s,
         })
         .collect()
 }
@@ -336,11 +352,7 @@ impl Bench<'_> {
         let mut idle = [[Usage::default(); 2]; 2];
         for (si, &subject) in SUBJECTS.iter().enumerate() {
             for tls in [false, true] {
-                let server_dir = tls.then(|| self.certs.server_dir());
-                let cost = self
-                    .lab
-                    .start(subject, server_dir)
-                    .and_then(|s| s.context("no server process")?.stop());
+                let cost = self.lab.idle(subject, tls.then(|| self.certs.server_dir()));
                 let how = if tls { "over TLS" } else { "plain" };
                 match cost {
                     Ok(u) => idle[si][usize::from(tls)] = u,

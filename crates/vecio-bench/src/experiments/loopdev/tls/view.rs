@@ -5,7 +5,7 @@ use super::{TlsCell, TlsReport, JOBS};
 use crate::experiment::section::{at_least, at_most};
 use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{SummaryRow, Target};
-use crate::experiments::loopdev::Subject;
+use crate::experiments::loopdev::{Job, Subject};
 
 /// vecio nbd over TLS against qemu-nbd over TLS: at least this ratio on every TLS job.
 pub const WANT_VS_QEMU: f64 = 1.3;
@@ -27,48 +27,34 @@ pub(crate) fn table(t: &TlsReport) -> Option<DataTable> {
     if t.cells.is_empty() {
         return None;
     }
-    let mut d = DataTable::new(
-        format!(
-            "TLS (issue 12): vecio nbd direct and qemu-nbd, plain and over TLS, {} in flight on \
-             one connection, {} MiB image; IOPS (4 KiB) or MB/s (128 KiB), median ± relative \
-             std dev",
-            t.depth,
-            t.image_size >> 20
-        ),
-        &[
-            "job",
-            "served by",
-            "transport",
-            "client",
-            "figure",
-            "TLS/plain",
-            "vs qemu-nbd",
-            "server CPU µs/req",
-        ],
+    let title = format!(
+        "TLS (issue 12): vecio nbd direct and qemu-nbd, plain and over TLS, {} in flight on one \
+         connection, {} MiB image; IOPS (4 KiB) or MB/s (128 KiB), median ± relative std dev",
+        t.depth,
+        t.image_size >> 20
     );
-    for (ci, c) in t.cells.iter().enumerate() {
-        let (field, prec) = if c.job.in_iops() {
-            ("iops", 0)
-        } else {
-            ("mb_s", 1)
-        };
-        let over_plain = c.tls.then(|| t.tls_over_plain(c.job, c.subject)).flatten();
-        d.rows.push(vec![
-            Cell::text(format!("{} ({})", c.job.name(), c.job.unit())),
-            Cell::text(&c.name),
-            Cell::text(transport(c)),
-            Cell::text(&c.client),
-            Cell::summary(c.figure(), prec, format!("/loop/tls/cells/{ci}/{field}")),
-            Cell::ratio(over_plain),
-            Cell::ratio(t.ratio(c.job, (c.subject, c.tls), (Subject::QemuNbd, c.tls))),
-            Cell::maybe(c.median_of(|s| s.cpu_us_per_req), 1),
-        ]);
-    }
-    Some(d)
+    let table = DataTable::over(title, "/loop/tls/cells", &t.cells)
+        .col("job", |_, c| format!("{} ({})", c.job.name(), c.job.unit()))
+        .col("served by", |_, c| &c.name)
+        .col("transport", |_, c| transport(c))
+        .col("client", |_, c| &c.client)
+        .col("figure", |at, c| {
+            at.summary(c.figure(), c.job.prec(), c.job.field())
+        })
+        .col("TLS/plain", |_, c| {
+            Cell::ratio(c.tls.then(|| t.tls_over_plain(c.job, c.subject)).flatten())
+        })
+        .col("vs qemu-nbd", |_, c| {
+            Cell::ratio(t.ratio(c.job, (c.subject, c.tls), (Subject::QemuNbd, c.tls)))
+        })
+        .col("server CPU µs/req", |_, c| {
+            Cell::maybe(c.median_of(|s| s.cpu_us_per_req), 1)
+        });
+    Some(table.done())
 }
 
 /// The set-up line of the TLS rows: how they were measured, or why they were not.
-pub(crate) fn setup_line(t: &TlsReport) -> Option<(String, String)> {
+pub(crate) fn setup_line(t: &TlsReport) -> Option<(&'static str, String)> {
     let text = match (&t.skipped, t.cells.is_empty()) {
         (Some(why), _) => format!("not measured: {why}"),
         (None, true) => return None,
@@ -84,36 +70,42 @@ pub(crate) fn setup_line(t: &TlsReport) -> Option<(String, String)> {
             t.clients.join("; ")
         ),
     };
-    Some(("TLS rows".to_string(), text))
+    Some(("TLS rows", text))
+}
+
+/// vecio nbd's and qemu-nbd's figures over TLS on `job`, `prec` decimals each, and vecio's
+/// over qemu-nbd's (paired by repetition); `None` unless both were measured.
+fn over_tls(t: &TlsReport, job: Job) -> Option<(String, String, Option<f64>)> {
+    let fig = |s| t.cell(s, true, job).map(|c| c.figure().median);
+    let (vecio, qemu) = (fig(Subject::VecioDirect)?, fig(Subject::QemuNbd)?);
+    let ratio = t.ratio(job, (Subject::VecioDirect, true), (Subject::QemuNbd, true));
+    let prec = job.prec();
+    Some((format!("{vecio:.prec$}"), format!("{qemu:.prec$}"), ratio))
 }
 
 /// The summary rows: per TLS job, vecio over TLS against qemu-nbd over TLS, and what TLS
 /// costs vecio beside what it costs qemu-nbd. None when the rows were not measured.
 pub(crate) fn summary(t: &TlsReport) -> Vec<SummaryRow> {
     let seed = "001";
-    let v = Subject::VecioDirect;
     let mut out = Vec::new();
     for job in JOBS {
-        let fig = |s| t.cell(s, true, job).map(|c| c.figure().median);
-        let (Some(vecio), Some(qemu)) = (fig(v), fig(Subject::QemuNbd)) else {
+        let Some((vecio, qemu, ratio)) = over_tls(t, job) else {
             continue;
         };
-        let prec = if job.in_iops() { 0 } else { 1 };
-        let ratio = t.ratio(job, (v, true), (Subject::QemuNbd, true));
         out.push(SummaryRow {
             seed,
             result: format!("{} over TLS: vecio vs qemu-nbd", job.name()),
             unit: job.unit(),
             seed_figure: "-".into(),
-            vecio: format!("{vecio:.prec$}"),
-            peer: format!("{qemu:.prec$} qemu-nbd"),
+            vecio,
+            peer: format!("{qemu} qemu-nbd"),
             ratio,
             target: at_least(ratio, WANT_VS_QEMU, "x"),
         });
     }
     for job in JOBS {
         let cost = |s| t.tls_over_plain(job, s).map(|r| (1.0 - r) * 100.0);
-        let Some(vecio) = cost(v) else {
+        let Some(vecio) = cost(Subject::VecioDirect) else {
             continue;
         };
         out.push(SummaryRow {
@@ -137,38 +129,29 @@ pub fn targets(r: &TlsReport) -> Vec<Target> {
     let v = Subject::VecioDirect;
     let mut out = Vec::new();
     for job in JOBS {
-        let fig = |s, tls| r.cell(s, tls, job).map(|c| c.figure().median);
-        let (u, prec) = (job.unit(), if job.in_iops() { 0 } else { 1 });
-        if let (Some(a), Some(q), Some(ratio)) = (
-            fig(v, true),
-            fig(Subject::QemuNbd, true),
-            r.ratio(job, (v, true), (Subject::QemuNbd, true)),
-        ) {
-            out.push(Target {
-                text: format!(
-                    "{} over TLS: vecio nbd direct {a:.prec$} {u} = {ratio:.2}x qemu-nbd's \
-                     {q:.prec$} (want >= {WANT_VS_QEMU}x)",
-                    job.name()
-                ),
-                met: ratio >= WANT_VS_QEMU,
-            });
+        if let Some((a, q, Some(ratio))) = over_tls(r, job) {
+            let text = format!(
+                "{} over TLS: vecio nbd direct {a} {} = {ratio:.2}x qemu-nbd's {q} (want >= \
+                 {WANT_VS_QEMU}x)",
+                job.name(),
+                job.unit()
+            );
+            out.push(Target::new(text, ratio >= WANT_VS_QEMU));
         }
     }
     for job in JOBS {
         let fig = |tls| r.cell(v, tls, job).map(|c| c.figure().median);
-        let (u, prec) = (job.unit(), if job.in_iops() { 0 } else { 1 });
+        let (u, prec) = (job.unit(), job.prec());
         if let (Some(t), Some(p), Some(share)) = (fig(true), fig(false), r.tls_over_plain(job, v)) {
             let cost = 1.0 - share;
-            out.push(Target {
-                text: format!(
-                    "{}: TLS costs vecio nbd direct {:.0}% of its plain throughput ({t:.prec$} \
-                     {u} over TLS, {p:.prec$} plain; want <= {:.0}%)",
-                    job.name(),
-                    cost * 100.0,
-                    MAX_COST * 100.0
-                ),
-                met: cost <= MAX_COST,
-            });
+            let text = format!(
+                "{}: TLS costs vecio nbd direct {:.0}% of its plain throughput ({t:.prec$} {u} \
+                 over TLS, {p:.prec$} plain; want <= {:.0}%)",
+                job.name(),
+                cost * 100.0,
+                MAX_COST * 100.0
+            );
+            out.push(Target::new(text, cost <= MAX_COST));
         }
     }
     out

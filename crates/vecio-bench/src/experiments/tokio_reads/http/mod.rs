@@ -1,9 +1,5 @@
-//! `vecio bench tokio --http`: vecio-tokio in a real service. The example static file server
-//! (`crates/vecio-tokio/examples/serve`) runs twice on loopback, through vecio_tokio::fs and
-//! through tower-http's ServeDir (tokio::fs), serving one tree; wrk loads each in turn (one
-//! thread, `--http-connections` connections) with small cached files, large cached files and
-//! uncached files, the two servers alternating their order every repetition so each
-//! repetition's ratio compares neighbours in time.
+//! `vecio bench tokio --http`: vecio-tokio's example server through vecio_tokio::fs against
+//! tower-http's ServeDir, loaded by wrk (docs/tokio.md, "In a real service").
 
 mod server;
 mod tree;

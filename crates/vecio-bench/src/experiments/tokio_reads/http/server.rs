@@ -1,8 +1,5 @@
-//! The example static file server of vecio-tokio (`crates/vecio-tokio/examples/serve`), started
-//! as a process on a loopback port it picks, once through vecio_tokio::fs and once through
-//! tower-http's ServeDir. The bench looks for the built example, as cargo lays it out, beside
-//! itself (`target/release/examples/serve`, built by `make build` and by the test build), or
-//! where `VECIO_SERVE` says.
+//! vecio-tokio's example server (`examples/serve`) as a process on a loopback port it picks,
+//! found beside the bench or where `VECIO_SERVE` says.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,5 @@
-//! wrk as the load: one thread, N connections, for whole seconds, with a Lua script that picks
-//! each request's path at random from a workload's list and prints wrk's figures as one JSON
-//! line when it is done (requests, duration, bytes, errors, and the latency percentiles from
-//! wrk's own histogram).
+//! wrk as the load: one thread, N connections, whole seconds, a Lua script that picks each
+//! path at random and prints wrk's figures as one JSON line.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
