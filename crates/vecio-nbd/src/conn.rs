@@ -2,9 +2,10 @@
 //!
 //! The loop, on one thread with one [`vecio::Queue`] over its own engine:
 //!
-//! 1. read every request the socket has (non-blocking), validate it, and push reads and
-//!    writes to the queue; many stay in flight;
-//! 2. submit them all at once (one `io_uring_enter` on the uring engine);
+//! 1. read every request the socket has (non-blocking), validate it, push its read or write
+//!    to the queue and submit it at once (one `io_uring_enter` on the uring engine), so the
+//!    disk starts on it while the next ones are read; many stay in flight;
+//! 2. submit what is left (a retried write) with the wait below;
 //! 3. reap completions and queue their replies, in completion order (replies carry the
 //!    client's cookie);
 //! 4. send replies with as few `writev` calls as the socket allows;
@@ -214,9 +215,7 @@ impl Conn {
         result
     }
 
-    /// One round: receive and dispatch, reap, send. What was pushed goes to the kernel with
-    /// the wait that follows (`wait_io`: one `io_uring_enter` submits and waits), not with a
-    /// system call of its own.
+    /// One round: receive and dispatch (each request submitted as it is read), reap, send.
     fn step(&mut self) -> Result<()> {
         if self.shutdown.is_triggered() && self.closing.is_none() {
             self.closing = Some(Closing::Shutdown);
@@ -261,6 +260,13 @@ impl Conn {
                 Recv::Msg(Msg::Payload(req, buf)) => self.payload(req, buf)?,
                 Recv::Msg(Msg::Discarded(req, error)) => self.reply_error(&req, error),
             }
+            // What the request pushed goes to the kernel now, not after the rest of the
+            // socket's requests are read: the disk starts on it while they are parsed. A
+            // client's requests arrive together and the disk answers them together, so
+            // without this the disk idled while the whole batch was read (43% of the time
+            // at depth 32; +11% 4 KiB reads for +0.3 us of CPU a request, docs/results.md).
+            // Nothing pushed: no system call.
+            self.queue.submit()?;
         }
         Ok(())
     }
