@@ -68,18 +68,27 @@ pub struct FuseArgs {
     /// Engine each worker submits READ and WRITE with: uring, sync, serial.
     #[arg(long, default_value = "uring")]
     pub engine: vecio::EngineKind,
-    /// Hand files opened without O_DIRECT to the kernel (FUSE_PASSTHROUGH): their reads and
-    /// writes go straight to the backing file.
-    #[arg(long)]
+    /// Hand every file opened without O_DIRECT to the kernel (FUSE_PASSTHROUGH): their reads
+    /// and writes go straight to the backing file. Without it, files opened read-only are
+    /// handed over while no open of theirs is served (writes stay with vecio).
+    #[arg(long, conflicts_with = "no_passthrough")]
     pub passthrough: bool,
+    /// Serve every read and write (no FUSE_PASSTHROUGH, not even for read-only opens).
+    #[arg(long)]
+    pub no_passthrough: bool,
     /// With --passthrough, hand O_DIRECT opens to the kernel too (their buffers must then be
     /// aligned as on the backing file system; without it vecio serves any alignment).
     #[arg(long, requires = "passthrough")]
     pub passthrough_direct: bool,
-    /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads.
-    /// Needs the fuse module's enable_uring parameter; as root, vecio turns it on (and says so).
-    #[arg(long)]
+    /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads:
+    /// the default where the kernel has it. Needs the fuse module's enable_uring parameter; as
+    /// root, vecio turns it on (and says so); otherwise it serves /dev/fuse and says why.
+    #[arg(long, conflicts_with = "no_uring")]
     pub uring: bool,
+    /// Serve /dev/fuse, not FUSE over io_uring (file locks are then taken in the backing file
+    /// system, where the host sees them; over io_uring the kernel keeps them).
+    #[arg(long)]
+    pub no_uring: bool,
     /// Seconds the kernel may cache names and attributes (0: none).
     #[arg(long, default_value = "1", value_parser = parse_timeout)]
     pub timeout: std::time::Duration,
@@ -240,17 +249,11 @@ fn config(a: &FuseArgs) -> Result<Config> {
         attr: timeout,
     };
     cfg.fs.passthrough = a.passthrough;
+    cfg.fs.passthrough_reads = !a.passthrough && !a.no_passthrough;
     cfg.fs.passthrough_direct = a.passthrough_direct;
-    cfg.uring = a.uring;
+    cfg.uring = !a.no_uring && uring_available(a.uring, a.quiet);
     cfg.sandbox = a.sandbox;
     cfg.seccomp = a.seccomp;
-    if a.uring && !vecio_fuse::uring_enabled() {
-        let knob = "/sys/module/fuse/parameters/enable_uring";
-        match std::fs::write(knob, "Y") {
-            Ok(()) => eprintln!("vecio: turned on FUSE over io_uring ({knob} = Y)"),
-            Err(e) => eprintln!("vecio: cannot turn on {knob} ({e}); serving /dev/fuse"),
-        }
-    }
     if let Some(t) = a.threads {
         cfg.threads = t;
     }
@@ -263,13 +266,43 @@ fn config(a: &FuseArgs) -> Result<Config> {
     Ok(cfg)
 }
 
+/// Whether FUSE over io_uring can be asked for: the fuse module's `enable_uring` is on, or
+/// (root) vecio turned it on. `asked`: `--uring` was given (a refusal is then said even
+/// under `-q`). The mount says which transport it serves once it serves.
+fn uring_available(asked: bool, quiet: bool) -> bool {
+    if vecio_fuse::uring_enabled() {
+        return true;
+    }
+    let knob = vecio_fuse::URING_KNOB;
+    if !std::path::Path::new(knob).exists() {
+        if asked || !quiet {
+            eprintln!("vecio: this kernel has no FUSE over io_uring ({knob}); serving /dev/fuse");
+        }
+        return false;
+    }
+    match std::fs::write(knob, "Y") {
+        Ok(()) => {
+            if asked || !quiet {
+                eprintln!("vecio: turned on FUSE over io_uring ({knob} = Y)");
+            }
+            true
+        }
+        Err(e) => {
+            if asked || !quiet {
+                eprintln!("vecio: cannot turn on {knob} ({e}); serving /dev/fuse");
+            }
+            false
+        }
+    }
+}
+
 /// Serves a mounted `server` until it is unmounted or signalled: the pid file, the
 /// `mounted ...` line (or, forked, a byte to the waiting parent on `to_parent`) once it
 /// serves, and the request counts at the end.
 fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result<()> {
     let unmounter = server.unmounter();
     let held = server.held();
-    crate::signals::on_usr1(move || held.now().to_string())?;
+    crate::signals::on_usr1(move || held.report())?;
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "unmounting");
         if let Err(e) = unmounter.unmount() {
@@ -277,8 +310,8 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
         }
     })?;
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    server.on_ready(move || {
-        let _ = ready_tx.send(());
+    server.on_ready(move |serving| {
+        let _ = ready_tx.send(*serving);
     });
     // Served from a thread of its own: the sandbox confines the serving threads, and this one
     // stays outside to announce the mount and remove the pid file by their paths.
@@ -287,7 +320,10 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
         .spawn(move || server.run())
         .context("starting the server thread")?;
     // Err: the server ended before it served (its error comes from the join below).
-    if ready_rx.recv().is_ok() {
+    if let Ok(serving) = ready_rx.recv() {
+        if !a.quiet {
+            eprintln!("vecio: serving {serving}");
+        }
         match to_parent {
             Some(pipe) => {
                 let _ = rustix::io::write(&pipe, b"r");
@@ -312,7 +348,8 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
             .stats
             .ring_requests
             .load(std::sync::atomic::Ordering::Relaxed),
-        "unmounted"
+        "unmounted; served {}",
+        summary.stats.requests_line()
     );
     Ok(())
 }

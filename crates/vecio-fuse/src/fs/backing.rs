@@ -19,10 +19,99 @@ use crate::fs::creds::AsServer;
 use crate::fs::inode::Inode;
 use crate::fs::Fs;
 
-/// An inode's registration: its id and how many opens share it.
+/// An inode's registration: its id and how many opens share it; and, under read-only
+/// passthrough, how many of its opens vecio serves.
 #[derive(Default)]
 pub struct Slot {
     state: Mutex<Option<(i32, usize)>>,
+    /// Opens of the inode that vecio serves (read-only passthrough only).
+    served: Mutex<usize>,
+}
+
+/// One open of an inode that vecio serves, counted until it is released (read-only
+/// passthrough: while one is held, no read-only open is handed to the kernel).
+pub struct Served(Arc<Inode>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let mut served = self.0.backing.lock_served();
+        *served = served.saturating_sub(1);
+    }
+}
+
+impl Slot {
+    fn lock_served(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.served.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How an open is answered under read-only passthrough (`FsConfig::passthrough_reads`).
+pub enum ReadsOpen {
+    /// Handed to the kernel: a share of the inode's registration.
+    Kernel(Backing),
+    /// Served by vecio; `direct` when the inode's reads are with the kernel meanwhile (the
+    /// open then gets `FOPEN_DIRECT_IO`: the kernel keeps one I/O mode per inode, and a
+    /// cached open would be refused beside a passthrough one).
+    Served {
+        /// The count this open holds.
+        served: Served,
+        /// Serve it with direct I/O.
+        direct: bool,
+    },
+}
+
+/// Decides an open of `inode` under read-only passthrough: a read-only buffered open goes to
+/// the kernel when the inode's reads are there already or no open of it is served (it then
+/// registers `file`, read-only, which later read-only opens share); every other open is
+/// served, with direct I/O while the kernel has the inode's reads. The kernel leaves an I/O
+/// mode before it sends `RELEASE` and enters one after the reply to `OPEN`, so the counts kept
+/// here never say an inode is free while the kernel holds it in a mode.
+pub fn for_open(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File, read_only: bool) -> ReadsOpen {
+    // Lock order: served, then the registration.
+    let mut served = inode.backing.lock_served();
+    let registered = inode
+        .backing
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_some();
+    if read_only && (registered || *served == 0) {
+        if let Some(b) = share_or_register(fs, inode, file.as_raw_fd()) {
+            return ReadsOpen::Kernel(b);
+        }
+    }
+    *served += 1;
+    ReadsOpen::Served {
+        served: Served(inode.clone()),
+        direct: registered,
+    }
+}
+
+/// A share of `inode`'s registration, registering `fd` (read-only) if there is none.
+fn share_or_register(fs: &Fs, inode: &Arc<Inode>, fd: i32) -> Option<Backing> {
+    let dev = fs.dev.get()?.clone();
+    let mut slot = inode
+        .backing
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let id = match slot.as_mut() {
+        Some((id, opens)) => {
+            *opens += 1;
+            *id
+        }
+        None => {
+            let id = open(&dev, fd)?;
+            crate::fs::held::BACKINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            *slot = Some((id, 1));
+            id
+        }
+    };
+    Some(Backing {
+        inode: inode.clone(),
+        dev,
+        id,
+    })
 }
 
 /// One open's share of its inode's registration; the last one dropped unregisters it.

@@ -50,6 +50,11 @@ pub struct FsConfig {
     /// Hand buffered opens to the kernel (`FUSE_PASSTHROUGH`): reads and writes of those files
     /// never reach the server.
     pub passthrough: bool,
+    /// Hand read-only buffered opens to the kernel (`FUSE_PASSTHROUGH`) while no open of the
+    /// inode is served by vecio; writers stay served (kill-priv, write times), and a writer
+    /// that comes while readers are handed over is served with direct I/O (the kernel keeps
+    /// one I/O mode per inode). `vecio fuse`'s default; `passthrough` covers it.
+    pub passthrough_reads: bool,
     /// With `passthrough`, hand `O_DIRECT` opens to the kernel too (the kernel passes
     /// `O_DIRECT` on to the backing file, so their buffers must then be aligned as natively);
     /// without it they stay with vecio, which serves any alignment.

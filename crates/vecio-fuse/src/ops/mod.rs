@@ -15,7 +15,6 @@ mod label;
 mod locks;
 mod xattr;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use vecio::Engine;
@@ -145,8 +144,8 @@ fn as_caller(op: Opcode) -> bool {
 
 /// Serves one request; `out` is where a `READ` puts its data. Counts it.
 pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResult<Answer> {
-    ctx.stats.requests.fetch_add(1, Ordering::Relaxed);
     let h = req.header;
+    ctx.stats.note_request(h.opcode);
     let op = Opcode::from_raw(h.opcode).ok_or(Errno::NOSYS)?;
     let fs = ctx.fs;
     if fs.cfg.read_only && mutates(op) {
@@ -157,7 +156,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
     } else {
         Extensions::parse(req.ext)?
     };
-    let _caller = as_caller(op).then(|| AsCaller::new(h.uid, h.gid, h.pid, &ext.groups));
+    let _ids = if as_caller(op) {
+        AsCaller::new(h.uid, h.gid, h.pid, &ext.groups)
+    } else {
+        AsCaller::server()
+    };
     let mut body = req.body;
     let answer = serve(ctx, op, h, &mut body, req.payload, out)?;
     if !ext.secctx.is_empty() {

@@ -148,6 +148,8 @@ pub const VECIO_PER_SEGMENT: &str = "vecio fuse --max-pages 1";
 pub const NATIVE: &str = "native";
 /// Name of the FUSE-over-io_uring vecio subject.
 pub const VECIO_URING: &str = "vecio fuse --uring";
+/// Name of `vecio fuse` on `/dev/fuse` (no FUSE over io_uring) as a subject.
+pub const VECIO_DEV: &str = "vecio fuse --no-uring";
 /// Name of the passthrough vecio subject.
 pub const VECIO_PASSTHROUGH: &str = "vecio fuse --passthrough";
 /// Name of the vecio subject that hands `O_DIRECT` opens to the kernel too.
