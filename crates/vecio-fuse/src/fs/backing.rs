@@ -49,23 +49,24 @@ impl Slot {
 pub enum ReadsOpen {
     /// Handed to the kernel: a share of the inode's registration.
     Kernel(Backing),
-    /// Served by vecio; `direct` when the inode's reads are with the kernel meanwhile (the
-    /// open then gets `FOPEN_DIRECT_IO`: the kernel keeps one I/O mode per inode, and a
-    /// cached open would be refused beside a passthrough one).
-    Served {
-        /// The count this open holds.
-        served: Served,
-        /// Serve it with direct I/O.
-        direct: bool,
-    },
+    /// Served by vecio; the count this open holds.
+    Served(Served),
 }
 
-/// Decides an open of `inode` under read-only passthrough: a read-only buffered open goes to
-/// the kernel when the inode's reads are there already or no open of it is served (it then
-/// registers `file`, read-only, which later read-only opens share); every other open is
-/// served, with direct I/O while the kernel has the inode's reads. The kernel leaves an I/O
-/// mode before it sends `RELEASE` and enters one after the reply to `OPEN`, so the counts kept
-/// here never say an inode is free while the kernel holds it in a mode.
+/// Decides an open of `inode` under read-only passthrough. The kernel keeps one I/O mode per
+/// inode and wants every open of an inode that has a backing file to be a passthrough one (it
+/// fails any other with `EIO`); so:
+/// - an inode whose reads are with the kernel already: every open shares its registration,
+///   a writer's too (the registration is read-write);
+/// - a read-only buffered open of an inode no served open holds: registers the inode (a
+///   read-write descriptor the server opens, as under `--passthrough`) and goes to the kernel,
+///   unless the file is setuid, or setgid and group-executable: its writes must stay with the
+///   server, which clears those bits (kill-priv v2);
+/// - anything else is served, and counted: while one is held no open goes to the kernel.
+///
+/// The kernel leaves an I/O mode before it sends `RELEASE` and enters one after the reply to
+/// `OPEN`, so the counts kept here never say an inode is free while the kernel holds it in a
+/// mode.
 pub fn for_open(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File, read_only: bool) -> ReadsOpen {
     // Lock order: served, then the registration.
     let mut served = inode.backing.lock_served();
@@ -75,43 +76,26 @@ pub fn for_open(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File, read_only: bool
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .is_some();
-    if read_only && (registered || *served == 0) {
-        if let Some(b) = share_or_register(fs, inode, file.as_raw_fd()) {
+    let hand_over = registered || (read_only && *served == 0 && !keeps_privileges(file));
+    if hand_over {
+        if let Some(b) = acquire(fs, inode, file) {
             return ReadsOpen::Kernel(b);
         }
     }
     *served += 1;
-    ReadsOpen::Served {
-        served: Served(inode.clone()),
-        direct: registered,
-    }
+    ReadsOpen::Served(Served(inode.clone()))
 }
 
-/// A share of `inode`'s registration, registering `fd` (read-only) if there is none.
-fn share_or_register(fs: &Fs, inode: &Arc<Inode>, fd: i32) -> Option<Backing> {
-    let dev = fs.dev.get()?.clone();
-    let mut slot = inode
-        .backing
-        .state
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let id = match slot.as_mut() {
-        Some((id, opens)) => {
-            *opens += 1;
-            *id
+/// True for a file a write must strip of setuid or setgid (setuid, or setgid with group
+/// execute: the kernel's `should_remove_suid`), or whose mode cannot be read.
+fn keeps_privileges(file: &vecio::File) -> bool {
+    match rustix::fs::fstat(file) {
+        Ok(st) => {
+            st.st_mode & libc::S_ISUID != 0
+                || st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP
         }
-        None => {
-            let id = open(&dev, fd)?;
-            crate::fs::held::BACKINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            *slot = Some((id, 1));
-            id
-        }
-    };
-    Some(Backing {
-        inode: inode.clone(),
-        dev,
-        id,
-    })
+        Err(_) => true,
+    }
 }
 
 /// One open's share of its inode's registration; the last one dropped unregisters it.

@@ -127,7 +127,6 @@ fn file_handle(
     let mut open_flags = FopenFlags::empty();
     let mut backing = None;
     let mut served = None;
-    let mut direct = file.is_direct();
     if fs.cfg.passthrough && (!file.is_direct() || fs.cfg.passthrough_direct) {
         backing = crate::fs::backing::acquire(fs, inode, &file);
     } else if fs.cfg.passthrough_reads && fs.dev.get().is_some() {
@@ -137,18 +136,12 @@ fn file_handle(
             && !file.is_direct();
         match crate::fs::backing::for_open(fs, inode, &file, read_only) {
             ReadsOpen::Kernel(b) => backing = Some(b),
-            ReadsOpen::Served { served: s, direct: d } => {
-                served = Some(s);
-                direct |= d;
-            }
+            ReadsOpen::Served(s) => served = Some(s),
         }
     }
-    match (&backing, direct) {
+    match (&backing, file.is_direct()) {
         (Some(_), _) => open_flags |= FopenFlags::PASSTHROUGH,
-        (None, true) if file.is_direct() => {
-            open_flags |= FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES
-        }
-        (None, true) => open_flags |= FopenFlags::DIRECT_IO,
+        (None, true) => open_flags |= FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES,
         (None, false) => {}
     }
     if no_flush_needed(fs) {

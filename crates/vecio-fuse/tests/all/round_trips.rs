@@ -48,7 +48,8 @@ fn read_only_opens_go_to_the_kernel() {
 
 /// A reader that comes while a writer is open is served (the kernel would refuse a passthrough
 /// open beside the writer's cached one: `EIO`); a writer that comes while a reader is with the
-/// kernel is served with direct I/O, and the reader sees its bytes at once.
+/// kernel joins it there (the kernel refuses any other open of such an inode: `EIO`), and the
+/// reader sees its bytes at once.
 #[test]
 fn readers_and_writers_of_one_file_mix() {
     let mut cfg = common::config();
