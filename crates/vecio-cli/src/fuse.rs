@@ -251,7 +251,15 @@ fn config(a: &FuseArgs) -> Result<Config> {
     cfg.fs.passthrough = a.passthrough;
     cfg.fs.passthrough_reads = !a.passthrough && !a.no_passthrough;
     cfg.fs.passthrough_direct = a.passthrough_direct;
-    cfg.uring = !a.no_uring && uring_available(a.uring, a.quiet);
+    // The kernel does not time out requests it handed to FUSE-over-io_uring queues (a stopped
+    // server's callers wait on), so -o timeout_s= keeps /dev/fuse unless --uring is asked for.
+    let timed = cfg.mount.request_timeout.is_some() && !a.uring;
+    if timed && !a.no_uring && !a.quiet {
+        eprintln!(
+            "vecio: -o timeout_s: serving /dev/fuse (requests on FUSE over io_uring are not timed)"
+        );
+    }
+    cfg.uring = !a.no_uring && !timed && uring_available(a.uring, a.quiet);
     cfg.sandbox = a.sandbox;
     cfg.seccomp = a.seccomp;
     if let Some(t) = a.threads {
