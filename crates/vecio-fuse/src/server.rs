@@ -51,13 +51,16 @@ impl Default for Config {
     }
 }
 
+/// What [`Server::on_ready`] keeps until the server serves.
+type OnReady = Box<dyn FnOnce(&Serving) + Send>;
+
 /// A mounted, not yet serving, file server.
 pub struct Server {
     fs: Arc<Fs>,
     chan: Channel,
     mount: Mount,
     cfg: Config,
-    on_ready: Option<Box<dyn FnOnce(&Serving) + Send>>,
+    on_ready: Option<OnReady>,
     stats: Arc<WorkerStats>,
 }
 

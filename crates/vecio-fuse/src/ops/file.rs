@@ -238,12 +238,11 @@ fn create_in(
     let dir = fs.inodes.get(parent)?;
     let mode = Mode::from_raw_mode(arg.mode & 0o7777);
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let umask = crate::fs::creds::CallerUmask::new(arg.umask);
+    let _umask = crate::fs::creds::CallerUmask::new(arg.umask);
     let fd = open_backing(fs, arg.flags, |f| {
         let f = f | extra | OFlags::CLOEXEC;
         Ok(rustix::fs::openat2(dir.fd()?, name, f, mode, resolve)?)
     })?;
-    drop(umask);
     fs.keep_atime(&fd);
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
     let inode = fs.inodes.get(id)?;
