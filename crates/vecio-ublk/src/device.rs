@@ -45,10 +45,11 @@ pub struct Device {
 /// ublk del`, or `ublk del`), then deletes it. `ready` is called once the block device exists.
 pub fn serve(opts: &Options, ready: impl FnOnce(&Device) + Send + Sync + 'static) -> Result<()> {
     opts.check()?;
+    // The file first: a missing or unreadable file is the user's to fix wherever they run it.
+    let file = crate::backend::open(opts)?;
     if !Path::new(CONTROL).exists() {
         return Err(Error::NoDriver);
     }
-    let file = crate::backend::open(opts)?;
     let ctrl = control_for(opts)?;
     let info = ctrl.dev_info();
     let id = info.dev_id;

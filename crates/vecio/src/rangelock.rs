@@ -43,6 +43,9 @@ pub(crate) struct RangeLock {
 #[derive(Default)]
 struct State {
     held: Vec<Held>,
+    /// How many of `held` are exclusive: with none, nothing stands in a shared request's way
+    /// and `blocked` need not look (the aligned direct path, one request after another).
+    exclusive: usize,
     last_id: u64,
     /// Threads waiting on `freed`: a release wakes them only when there are any (a wake is a
     /// system call, and on the aligned path nobody waits).
@@ -63,6 +66,9 @@ fn conflicts(h: &Held, start: u64, end: u64, exclusive: bool) -> bool {
 impl State {
     /// True when something held stands in the way of `ranges`.
     fn blocked(&self, ranges: &[(u64, u64)], exclusive: bool) -> bool {
+        if !exclusive && self.exclusive == 0 {
+            return false;
+        }
         ranges
             .iter()
             .any(|&(s, e)| self.held.iter().any(|h| conflicts(h, s, e, exclusive)))
@@ -252,6 +258,9 @@ impl RangeLock {
     ) -> RangeGuard<'a> {
         g.last_id += 1;
         let id = g.last_id;
+        if exclusive {
+            g.exclusive += ranges.len();
+        }
         for &(start, end) in ranges {
             g.held.push(Held {
                 start,
@@ -268,7 +277,18 @@ impl RangeLock {
 impl Drop for RangeGuard<'_> {
     fn drop(&mut self) {
         let mut g = self.lock.held.lock().unwrap_or_else(|p| p.into_inner());
-        g.held.retain(|h| h.id != self.id);
+        // The ranges of this id (one, mostly), each swapped out: the order of `held` does not
+        // matter.
+        let mut i = 0;
+        while i < g.held.len() {
+            if g.held[i].id == self.id {
+                if g.held.swap_remove(i).exclusive {
+                    g.exclusive -= 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
         let wake = g.waiters > 0;
         drop(g);
         if wake {
@@ -283,6 +303,27 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
+
+    /// A shared request is refused while an exclusive holder overlaps it, granted beside it
+    /// elsewhere, and granted once it is released (the count of exclusive holders that lets
+    /// shared requests skip the scan goes back to zero).
+    #[test]
+    fn shared_tickets_see_exclusive_holders_come_and_go() {
+        let l = RangeLock::default();
+        let x = l.try_exclusive(0, 4096).unwrap();
+        assert!(l.ticket_now(&[(1024, 2048)], false).is_none());
+        let beside = l
+            .ticket_now(&[(8192, 12288)], false)
+            .expect("a range apart");
+        drop(x);
+        let after = l.ticket_now(&[(1024, 2048)], false).expect("released");
+        l.release(after);
+        l.release(beside);
+        let x2 = l.ticket_now(&[(0, 4096)], true).expect("nothing held");
+        assert!(l.ticket_now(&[(0, 512)], false).is_none());
+        l.release(x2);
+        assert!(l.ticket_now(&[(0, 512)], false).is_some());
+    }
 
     #[test]
     fn shared_ranges_coexist() {

@@ -50,6 +50,21 @@ fn without_the_driver_serving_fails_saying_so() {
     assert_eq!(err.lines().count(), 1, "one line per error: {err}");
 }
 
+/// A missing backing file is what the user hears about, with or without a ublk driver.
+#[test]
+fn a_missing_file_is_named_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("no-such.img");
+    let out = vecio(&["ublk", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no-such.img: cannot open") && !err.contains("no ublk driver"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line per error: {err}");
+}
+
 #[test]
 fn list_prints_a_header_and_one_row_per_device() {
     let out = vecio(&["ublk", "list"]);

@@ -5,40 +5,14 @@
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use crate::common::{self, pattern, Rng};
 use vecio::{Direct, EngineKind};
 use vecio_tokio::{Driver, File};
 
 const SIZE: usize = 4 << 20;
 
 fn tempdir() -> tempfile::TempDir {
-    // Under the target directory: a real file system (tmpfs refuses O_DIRECT and RWF_NOWAIT).
-    tempfile::Builder::new()
-        .prefix("vecio-tokio-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-/// A small deterministic generator for offsets and lengths.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
+    common::tempdir("vecio-tokio-")
 }
 
 fn runtime() -> tokio::runtime::Runtime {

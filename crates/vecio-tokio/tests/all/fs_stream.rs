@@ -6,39 +6,13 @@
 
 use std::io::{Read, Seek, SeekFrom, Write};
 
+use crate::common::{self, pattern, Rng};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt, BufReader};
 use vecio::Direct;
 use vecio_tokio::fs::{self, File, OpenOptions};
 
 fn tempdir() -> tempfile::TempDir {
-    // Under the target directory: a real file system (tmpfs refuses O_DIRECT and RWF_NOWAIT).
-    tempfile::Builder::new()
-        .prefix("vecio-tokio-fs-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
-
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-/// A small deterministic generator for offsets and lengths.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
+    common::tempdir("vecio-tokio-fs-")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

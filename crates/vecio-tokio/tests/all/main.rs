@@ -3,6 +3,8 @@
 //! count what belongs to the whole process: `cancel` its memory and the driver's thread, and
 //! `ring_thread` the threads of the process.
 
+mod common;
+
 mod adapter;
 mod fs_stream;
 mod serve;

@@ -10,7 +10,8 @@ use crate::{File, RwFlags};
 
 use super::OwnedBuf;
 
-/// What a request is doing.
+/// What a request is doing. The unaligned stages are boxed: they are the rare path, and a small
+/// `Stage` keeps every request's slot small, which the queue moves at push and at reap.
 pub(super) enum Stage {
     /// Waiting for its range of the file's lock; nothing of it is in the engine yet.
     Parked,
@@ -18,11 +19,11 @@ pub(super) enum Stage {
     Direct,
     /// An unaligned direct read: its aligned window read into a bounce buffer, copied out
     /// when it completes.
-    Bounce(Bounce),
+    Bounce(Box<Bounce>),
     /// A read-modify-write: its edge blocks are being read into the window.
-    Edges(Rmw),
+    Edges(Box<Rmw>),
     /// A read-modify-write: the window, with the caller's bytes copied in, is being written.
-    WriteBack(Rmw),
+    WriteBack(Box<Rmw>),
     /// A whole-file command (fsync, fdatasync, fallocate) of `len` bytes (fallocate).
     Command { cmd: Cmd, len: usize },
 }

@@ -39,7 +39,7 @@ impl Queue {
             len: bounce.buf.len(),
             dir: Dir::Dest,
         };
-        f.stage = Stage::Bounce(bounce);
+        f.stage = Stage::Bounce(Box::new(bounce));
         self.issue(slot, op);
     }
 
@@ -90,7 +90,7 @@ impl Queue {
             Err(errno) => return self.finish(slot, Step::Failed(errno)),
         };
         let edges: Vec<RmwOp> = rmw.edge_ops().collect();
-        f.stage = Stage::Edges(rmw);
+        f.stage = Stage::Edges(Box::new(rmw));
         if edges.is_empty() {
             return self.write_back(slot);
         }
