@@ -81,8 +81,8 @@ pub struct FuseArgs {
     #[arg(long, requires = "passthrough")]
     pub passthrough_direct: bool,
     /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads:
-    /// the default where the kernel has it. Needs the fuse module's enable_uring parameter; as
-    /// root, vecio turns it on (and says so); otherwise it serves /dev/fuse and says why.
+    /// the default where the fuse module's enable_uring parameter is on. With --uring, root
+    /// turns the parameter on (and says so); otherwise vecio serves /dev/fuse and says why.
     #[arg(long, conflicts_with = "no_uring")]
     pub uring: bool,
     /// Serve /dev/fuse, not FUSE over io_uring (file locks are then taken in the backing file
@@ -274,33 +274,49 @@ fn config(a: &FuseArgs) -> Result<Config> {
     Ok(cfg)
 }
 
-/// Whether FUSE over io_uring can be asked for: the fuse module's `enable_uring` is on, or
-/// (root) vecio turned it on. `asked`: `--uring` was given (a refusal is then said even
-/// under `-q`). The mount says which transport it serves once it serves.
+/// Whether FUSE over io_uring can be asked for, from the fuse module's `enable_uring`
+/// parameter (`vecio_fuse::URING_KNOB`). `asked`: `--uring` was given (a refusal is then said
+/// even under `-q`). The mount says which transport it serves once it serves.
 fn uring_available(asked: bool, quiet: bool) -> bool {
-    if vecio_fuse::uring_enabled() {
-        return true;
-    }
-    let knob = vecio_fuse::URING_KNOB;
-    if !std::path::Path::new(knob).exists() {
+    let (granted, said) = uring_policy(std::path::Path::new(vecio_fuse::URING_KNOB), asked);
+    if let Some(said) = said {
         if asked || !quiet {
-            eprintln!("vecio: this kernel has no FUSE over io_uring ({knob}); serving /dev/fuse");
+            eprintln!("vecio: {said}");
         }
-        return false;
     }
-    match std::fs::write(knob, "Y") {
-        Ok(()) => {
-            if asked || !quiet {
-                eprintln!("vecio: turned on FUSE over io_uring ({knob} = Y)");
-            }
-            true
-        }
-        Err(e) => {
-            if asked || !quiet {
-                eprintln!("vecio: cannot turn on {knob} ({e}); serving /dev/fuse");
-            }
-            false
-        }
+    granted
+}
+
+/// The transport decision behind [`uring_available`], on the parameter's file `knob`: on, it
+/// is used; off, it is used only when asked for (`--uring`), which turns it on where the
+/// caller may (root) — a server never changes a module parameter of the whole machine
+/// unasked. Returns whether io_uring may be asked of the kernel, and what to tell the user.
+fn uring_policy(knob: &std::path::Path, asked: bool) -> (bool, Option<String>) {
+    let shown = knob.display();
+    match std::fs::read_to_string(knob) {
+        Err(_) => (
+            false,
+            Some(format!(
+                "this kernel has no FUSE over io_uring ({shown}); serving /dev/fuse"
+            )),
+        ),
+        Ok(v) if v.trim() == "Y" => (true, None),
+        Ok(_) if !asked => (
+            false,
+            Some(format!(
+                "FUSE over io_uring is off in this kernel ({shown} = N; --uring as root turns it on); serving /dev/fuse"
+            )),
+        ),
+        Ok(_) => match std::fs::write(knob, "Y") {
+            Ok(()) => (
+                true,
+                Some(format!("turned on FUSE over io_uring ({shown} = Y)")),
+            ),
+            Err(e) => (
+                false,
+                Some(format!("cannot turn on {shown} ({e}); serving /dev/fuse")),
+            ),
+        },
     }
 }
 
@@ -360,4 +376,49 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
         summary.stats.requests_line()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uring_policy;
+
+    fn knob(value: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("enable_uring");
+        std::fs::write(&path, value).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn an_enabled_kernel_serves_io_uring_without_a_word() {
+        let (_dir, path) = knob("Y\n");
+        assert_eq!(uring_policy(&path, false), (true, None));
+        assert_eq!(uring_policy(&path, true), (true, None));
+    }
+
+    #[test]
+    fn the_default_leaves_a_disabled_parameter_alone_and_says_so() {
+        let (_dir, path) = knob("N\n");
+        let (granted, said) = uring_policy(&path, false);
+        assert!(!granted);
+        assert!(said.unwrap().contains("--uring as root turns it on"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "N\n");
+    }
+
+    #[test]
+    fn asking_turns_a_disabled_parameter_on() {
+        let (_dir, path) = knob("N\n");
+        let (granted, said) = uring_policy(&path, true);
+        assert!(granted);
+        assert!(said.unwrap().starts_with("turned on"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "Y");
+    }
+
+    #[test]
+    fn a_kernel_without_the_parameter_serves_dev_fuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let (granted, said) = uring_policy(&dir.path().join("missing"), true);
+        assert!(!granted);
+        assert!(said.unwrap().contains("has no FUSE over io_uring"));
+    }
 }
