@@ -68,18 +68,27 @@ pub struct FuseArgs {
     /// Engine each worker submits READ and WRITE with: uring, sync, serial.
     #[arg(long, default_value = "uring")]
     pub engine: vecio::EngineKind,
-    /// Hand files opened without O_DIRECT to the kernel (FUSE_PASSTHROUGH): their reads and
-    /// writes go straight to the backing file.
-    #[arg(long)]
+    /// Hand every file opened without O_DIRECT to the kernel (FUSE_PASSTHROUGH): their reads
+    /// and writes go straight to the backing file. Without it, files opened read-only are
+    /// handed over while no open of theirs is served (writes stay with vecio).
+    #[arg(long, conflicts_with = "no_passthrough")]
     pub passthrough: bool,
+    /// Serve every read and write (no FUSE_PASSTHROUGH, not even for read-only opens).
+    #[arg(long)]
+    pub no_passthrough: bool,
     /// With --passthrough, hand O_DIRECT opens to the kernel too (their buffers must then be
     /// aligned as on the backing file system; without it vecio serves any alignment).
     #[arg(long, requires = "passthrough")]
     pub passthrough_direct: bool,
-    /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads.
-    /// Needs the fuse module's enable_uring parameter; as root, vecio turns it on (and says so).
-    #[arg(long)]
+    /// Take requests through FUSE over io_uring (one ring per CPU) instead of /dev/fuse reads:
+    /// the default where the fuse module's enable_uring parameter is on. With --uring, root
+    /// turns the parameter on (and says so); otherwise vecio serves /dev/fuse and says why.
+    #[arg(long, conflicts_with = "no_uring")]
     pub uring: bool,
+    /// Serve /dev/fuse, not FUSE over io_uring (file locks are then taken in the backing file
+    /// system, where the host sees them; over io_uring the kernel keeps them).
+    #[arg(long)]
+    pub no_uring: bool,
     /// Seconds the kernel may cache names and attributes (0: none).
     #[arg(long, default_value = "1", value_parser = parse_timeout)]
     pub timeout: std::time::Duration,
@@ -240,17 +249,19 @@ fn config(a: &FuseArgs) -> Result<Config> {
         attr: timeout,
     };
     cfg.fs.passthrough = a.passthrough;
+    cfg.fs.passthrough_reads = !a.passthrough && !a.no_passthrough;
     cfg.fs.passthrough_direct = a.passthrough_direct;
-    cfg.uring = a.uring;
+    // The kernel does not time out requests it handed to FUSE-over-io_uring queues (a stopped
+    // server's callers wait on), so -o timeout_s= keeps /dev/fuse unless --uring is asked for.
+    let timed = cfg.mount.request_timeout.is_some() && !a.uring;
+    if timed && !a.no_uring && !a.quiet {
+        eprintln!(
+            "vecio: -o timeout_s: serving /dev/fuse (requests on FUSE over io_uring are not timed)"
+        );
+    }
+    cfg.uring = !a.no_uring && !timed && uring_available(a.uring, a.quiet);
     cfg.sandbox = a.sandbox;
     cfg.seccomp = a.seccomp;
-    if a.uring && !vecio_fuse::uring_enabled() {
-        let knob = "/sys/module/fuse/parameters/enable_uring";
-        match std::fs::write(knob, "Y") {
-            Ok(()) => eprintln!("vecio: turned on FUSE over io_uring ({knob} = Y)"),
-            Err(e) => eprintln!("vecio: cannot turn on {knob} ({e}); serving /dev/fuse"),
-        }
-    }
     if let Some(t) = a.threads {
         cfg.threads = t;
     }
@@ -263,13 +274,59 @@ fn config(a: &FuseArgs) -> Result<Config> {
     Ok(cfg)
 }
 
+/// Whether FUSE over io_uring can be asked for, from the fuse module's `enable_uring`
+/// parameter (`vecio_fuse::URING_KNOB`). `asked`: `--uring` was given (a refusal is then said
+/// even under `-q`). The mount says which transport it serves once it serves.
+fn uring_available(asked: bool, quiet: bool) -> bool {
+    let (granted, said) = uring_policy(std::path::Path::new(vecio_fuse::URING_KNOB), asked);
+    if let Some(said) = said {
+        if asked || !quiet {
+            eprintln!("vecio: {said}");
+        }
+    }
+    granted
+}
+
+/// The transport decision behind [`uring_available`], on the parameter's file `knob`: on, it
+/// is used; off, it is used only when asked for (`--uring`), which turns it on where the
+/// caller may (root) — a server never changes a module parameter of the whole machine
+/// unasked. Returns whether io_uring may be asked of the kernel, and what to tell the user.
+fn uring_policy(knob: &std::path::Path, asked: bool) -> (bool, Option<String>) {
+    let shown = knob.display();
+    match std::fs::read_to_string(knob) {
+        Err(_) => (
+            false,
+            Some(format!(
+                "this kernel has no FUSE over io_uring ({shown}); serving /dev/fuse"
+            )),
+        ),
+        Ok(v) if v.trim() == "Y" => (true, None),
+        Ok(_) if !asked => (
+            false,
+            Some(format!(
+                "FUSE over io_uring is off in this kernel ({shown} = N; --uring as root turns it on); serving /dev/fuse"
+            )),
+        ),
+        Ok(_) => match std::fs::write(knob, "Y") {
+            Ok(()) => (
+                true,
+                Some(format!("turned on FUSE over io_uring ({shown} = Y)")),
+            ),
+            Err(e) => (
+                false,
+                Some(format!("cannot turn on {shown} ({e}); serving /dev/fuse")),
+            ),
+        },
+    }
+}
+
 /// Serves a mounted `server` until it is unmounted or signalled: the pid file, the
 /// `mounted ...` line (or, forked, a byte to the waiting parent on `to_parent`) once it
 /// serves, and the request counts at the end.
 fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result<()> {
     let unmounter = server.unmounter();
     let held = server.held();
-    crate::signals::on_usr1(move || held.now().to_string())?;
+    crate::signals::on_usr1(move || held.report())?;
     crate::signals::on_stop(move |sig| {
         tracing::info!(signal = sig, "unmounting");
         if let Err(e) = unmounter.unmount() {
@@ -277,8 +334,8 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
         }
     })?;
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    server.on_ready(move || {
-        let _ = ready_tx.send(());
+    server.on_ready(move |serving| {
+        let _ = ready_tx.send(*serving);
     });
     // Served from a thread of its own: the sandbox confines the serving threads, and this one
     // stays outside to announce the mount and remove the pid file by their paths.
@@ -287,7 +344,10 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
         .spawn(move || server.run())
         .context("starting the server thread")?;
     // Err: the server ended before it served (its error comes from the join below).
-    if ready_rx.recv().is_ok() {
+    if let Ok(serving) = ready_rx.recv() {
+        if !a.quiet {
+            eprintln!("vecio: serving {serving}");
+        }
         match to_parent {
             Some(pipe) => {
                 let _ = rustix::io::write(&pipe, b"r");
@@ -312,7 +372,53 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
             .stats
             .ring_requests
             .load(std::sync::atomic::Ordering::Relaxed),
-        "unmounted"
+        "unmounted; served {}",
+        summary.stats.requests_line()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uring_policy;
+
+    fn knob(value: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("enable_uring");
+        std::fs::write(&path, value).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn an_enabled_kernel_serves_io_uring_without_a_word() {
+        let (_dir, path) = knob("Y\n");
+        assert_eq!(uring_policy(&path, false), (true, None));
+        assert_eq!(uring_policy(&path, true), (true, None));
+    }
+
+    #[test]
+    fn the_default_leaves_a_disabled_parameter_alone_and_says_so() {
+        let (_dir, path) = knob("N\n");
+        let (granted, said) = uring_policy(&path, false);
+        assert!(!granted);
+        assert!(said.unwrap().contains("--uring as root turns it on"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "N\n");
+    }
+
+    #[test]
+    fn asking_turns_a_disabled_parameter_on() {
+        let (_dir, path) = knob("N\n");
+        let (granted, said) = uring_policy(&path, true);
+        assert!(granted);
+        assert!(said.unwrap().starts_with("turned on"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "Y");
+    }
+
+    #[test]
+    fn a_kernel_without_the_parameter_serves_dev_fuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let (granted, said) = uring_policy(&dir.path().join("missing"), true);
+        assert!(!granted);
+        assert!(said.unwrap().contains("has no FUSE over io_uring"));
+    }
 }

@@ -6,7 +6,7 @@
 //!   is mounted. SOURCE is the directory served, unless `-o source=DIR` names it (then SOURCE is
 //!   only the name shown in the mount table, as with libfuse's passthrough examples).
 //! - Options of the server itself: `source=DIR`, `passthrough`, `passthrough_direct`, `uring`,
-//!   `threads=N`, `engine=KIND`, `max_pages=N`, `timeout=SECS` (name and attribute cache),
+//!   `no_uring`, `no_passthrough`, `threads=N`, `engine=KIND`, `max_pages=N`, `timeout=SECS` (name and attribute cache),
 //!   `log=FILE` (the server's standard error), `sandbox=namespace|none`,
 //!   `seccomp=kill|trap|log|none`. The rest are `vecio fuse -o` options; mount(8)'s
 //!   own (`defaults`, `auto`, `noauto`, `user`, `users`, `nofail`, `_netdev`, `x-*`) are dropped.
@@ -88,9 +88,10 @@ fn options(req: &mut Request, list: &str) -> Result<()> {
         match (key, value) {
             ("remount", None) => req.remount = true,
             ("source", Some(v)) => req.source_dir = Some(v.to_string()),
-            ("passthrough" | "passthrough_direct" | "uring", None) => {
-                req.server_args.push(format!("--{}", key.replace('_', "-")))
-            }
+            (
+                "passthrough" | "passthrough_direct" | "uring" | "no_uring" | "no_passthrough",
+                None,
+            ) => req.server_args.push(format!("--{}", key.replace('_', "-"))),
             (
                 "threads" | "engine" | "max_pages" | "timeout" | "log" | "sandbox" | "seccomp",
                 Some(v),

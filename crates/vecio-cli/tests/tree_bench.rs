@@ -64,7 +64,7 @@ fn bench_tree_times_every_phase_and_cleans_up() {
             "native",
             "vecio fuse",
             "vecio fuse --passthrough",
-            "vecio fuse --uring"
+            "vecio fuse --no-uring"
         ]
     );
     for r in results {
@@ -78,7 +78,17 @@ fn bench_tree_times_every_phase_and_cleans_up() {
             assert!(s > 0.0, "{name} {}: {s} s", p["phase"]);
         }
         assert!(r["total"]["median"].as_f64().unwrap_or(0.0) > 0.0, "{name}");
+        // The servers' requests per phase, from their SIGUSR1 counts: 300 files extracted are
+        // at least 300 creates; native counts none.
+        let extract = &phases[0]["requests"];
+        if name == "native" {
+            assert_eq!(extract.as_array().map(Vec::len), Some(0), "{name}");
+        } else {
+            let created = extract[0]["CREATE"].as_u64().unwrap_or(0);
+            assert!(created >= 300, "{name}: {extract}");
+        }
     }
+    assert!(stdout.contains("req/file"), "{stdout}");
     // Whole life and extraction against native, judged; passthrough_hp's not measured.
     let targets = v["targets"].as_array().expect("targets");
     assert_eq!(targets.len(), 2, "{targets:?}");

@@ -11,8 +11,12 @@ use crate::abi::InitFlags as f;
 pub struct InitWants {
     /// Pages per request (1 = the per-segment behaviour before packing; up to 256).
     pub max_pages: u16,
-    /// Ask for `FUSE_PASSTHROUGH`.
+    /// Ask for `FUSE_PASSTHROUGH` for every buffered open (writes too: kill-priv is then
+    /// the kernel's).
     pub passthrough: bool,
+    /// Ask for `FUSE_PASSTHROUGH` for read-only opens only: writes stay served, so
+    /// `FUSE_HANDLE_KILLPRIV_V2` is kept.
+    pub passthrough_reads: bool,
     /// Ask for FUSE over io_uring.
     pub uring: bool,
     /// Ask the kernel to enforce POSIX ACLs (`FUSE_POSIX_ACL`, which implies
@@ -77,6 +81,9 @@ pub(crate) fn agree(kernel: f, wants: &InitWants) -> f {
         want |= f::PASSTHROUGH;
     } else {
         want |= f::HANDLE_KILLPRIV_V2;
+        if wants.passthrough_reads {
+            want |= f::PASSTHROUGH;
+        }
     }
     if wants.uring {
         want |= f::OVER_IO_URING;
@@ -92,6 +99,7 @@ mod tests {
         InitWants {
             max_pages: 256,
             passthrough: false,
+            passthrough_reads: false,
             uring: false,
             posix_acl: true,
             writeback_cache: false,
@@ -138,6 +146,15 @@ mod tests {
         assert!(
             got.contains(f::PASSTHROUGH) && !got.contains(f::HANDLE_KILLPRIV_V2),
             "kill-priv v2 with passthrough keeps setuid on a passthrough write"
+        );
+        let reads = InitWants {
+            passthrough_reads: true,
+            ..plain
+        };
+        let got = agree(new_kernel | f::HANDLE_KILLPRIV_V2 | f::PASSTHROUGH, &reads);
+        assert!(
+            got.contains(f::PASSTHROUGH | f::HANDLE_KILLPRIV_V2),
+            "read-only passthrough keeps kill-priv v2 for the served writes"
         );
         let got = agree(new_kernel, &plain);
         assert!(got.contains(f::NO_EXPORT_SUPPORT));

@@ -51,13 +51,17 @@ impl Default for Config {
     }
 }
 
+/// What [`Server::on_ready`] keeps until the server serves.
+type OnReady = Box<dyn FnOnce(&Serving) + Send>;
+
 /// A mounted, not yet serving, file server.
 pub struct Server {
     fs: Arc<Fs>,
     chan: Channel,
     mount: Mount,
     cfg: Config,
-    on_ready: Option<Box<dyn FnOnce() + Send>>,
+    on_ready: Option<OnReady>,
+    stats: Arc<WorkerStats>,
 }
 
 /// Unmounts a running server from another thread (a signal handler's thread).
@@ -71,6 +75,30 @@ impl Unmounter {
     /// Detaches the mount; the server's workers return once the kernel ends the connection.
     pub fn unmount(&self) -> std::io::Result<()> {
         crate::mount::unmount(&self.mountpoint, self.via)
+    }
+}
+
+/// How a server that is ready serves (given to [`Server::on_ready`]'s callback).
+#[derive(Copy, Clone, Debug)]
+pub struct Serving {
+    /// Rings of FUSE over io_uring serving requests (0: `/dev/fuse` alone).
+    pub uring_queues: usize,
+    /// `/dev/fuse` worker threads (with rings, they serve forgets and interrupts).
+    pub threads: usize,
+    /// The kernel granted `FUSE_PASSTHROUGH`.
+    pub passthrough: bool,
+}
+
+impl std::fmt::Display for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.uring_queues {
+            0 => write!(f, "/dev/fuse ({} threads)", self.threads)?,
+            n => write!(f, "FUSE over io_uring ({n} queues)")?,
+        }
+        if self.passthrough {
+            write!(f, ", passthrough")?;
+        }
+        Ok(())
     }
 }
 
@@ -102,6 +130,7 @@ impl Server {
             mount,
             cfg,
             on_ready: None,
+            stats: Arc::default(),
         })
     }
 
@@ -113,10 +142,10 @@ impl Server {
         }
     }
 
-    /// Reads what the server holds (nodes, handles, open files, ring slots), from any thread,
-    /// while it runs.
+    /// Reads what the server holds (nodes, handles, open files, ring slots) and the requests
+    /// it served, from any thread, while it runs.
     pub fn held(&self) -> crate::HeldCounter {
-        crate::HeldCounter(self.fs.clone())
+        crate::HeldCounter(self.fs.clone(), self.stats.clone())
     }
 
     /// Answers `FUSE_INIT` and keeps a descriptor of the connection (passthrough registration,
@@ -125,6 +154,7 @@ impl Server {
         let wants = InitWants {
             max_pages: self.cfg.max_pages,
             passthrough: self.cfg.fs.passthrough,
+            passthrough_reads: self.cfg.fs.passthrough_reads,
             uring: self.cfg.uring,
             posix_acl: self.cfg.mount.default_permissions,
             writeback_cache: self.cfg.fs.writeback_cache,
@@ -183,14 +213,14 @@ impl Server {
     /// parent of a forked server) waits for it: while the serving thread enters its sandbox
     /// it holds a copy of the mount table, and an unmount at that moment fails as busy.
     /// `ready` runs on the serving thread, inside the sandbox: it should only signal.
-    pub fn on_ready(&mut self, ready: impl FnOnce() + Send + 'static) {
+    /// It is told how the server serves ([`Serving`]: io_uring or `/dev/fuse`).
+    pub fn on_ready(&mut self, ready: impl FnOnce(&Serving) + Send + 'static) {
         self.on_ready = Some(Box::new(ready));
     }
 
     /// Serves until the file system is unmounted; then returns what was agreed and counted.
     pub fn run(self) -> Result<Summary> {
         let (negotiated, dev) = self.negotiate()?;
-        let stats = Arc::new(WorkerStats::default());
         let mut chans = Vec::with_capacity(self.cfg.threads);
         for _ in 1..self.cfg.threads {
             chans.push(self.chan.clone_channel()?);
@@ -204,6 +234,7 @@ impl Server {
             mut mount,
             cfg,
             on_ready,
+            stats,
         } = self;
         chans.insert(0, chan);
         let mut workers = Vec::new();
@@ -236,7 +267,11 @@ impl Server {
             Vec::new()
         };
         if let Some(ready) = on_ready {
-            ready();
+            ready(&Serving {
+                uring_queues: rings.len(),
+                threads: workers.len(),
+                passthrough: negotiated.has(crate::abi::InitFlags::PASSTHROUGH),
+            });
         }
         // The /dev/fuse workers end when the connection does; then the rings are told to stop
         // (their pending commands are cancelled by the kernel, or they time out and look).

@@ -20,6 +20,7 @@ pub fn agreed(offered: InitFlags) -> InitFlags {
     let wants = InitWants {
         max_pages: 256,
         passthrough: true,
+        passthrough_reads: true,
         uring: true,
         posix_acl: true,
         writeback_cache: true,

@@ -268,7 +268,11 @@ fn workers_of(pid: u32, expect: usize) -> usize {
                 d.flatten()
                     .filter(|t| {
                         std::fs::read_to_string(t.path().join("comm"))
-                            .is_ok_and(|c| c.starts_with("vecio-fuse-"))
+                            // /dev/fuse workers; not the io_uring queues' threads (the
+                            // default where the kernel has them), one per CPU whatever -s says.
+                            .is_ok_and(|c| {
+                                c.starts_with("vecio-fuse-") && !c.starts_with("vecio-fuse-ring")
+                            })
                     })
                     .count()
             })

@@ -19,10 +19,83 @@ use crate::fs::creds::AsServer;
 use crate::fs::inode::Inode;
 use crate::fs::Fs;
 
-/// An inode's registration: its id and how many opens share it.
+/// An inode's registration: its id and how many opens share it; and, under read-only
+/// passthrough, how many of its opens vecio serves.
 #[derive(Default)]
 pub struct Slot {
     state: Mutex<Option<(i32, usize)>>,
+    /// Opens of the inode that vecio serves (read-only passthrough only).
+    served: Mutex<usize>,
+}
+
+/// One open of an inode that vecio serves, counted until it is released (read-only
+/// passthrough: while one is held, no read-only open is handed to the kernel).
+pub struct Served(Arc<Inode>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let mut served = self.0.backing.lock_served();
+        *served = served.saturating_sub(1);
+    }
+}
+
+impl Slot {
+    fn lock_served(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.served.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How an open is answered under read-only passthrough (`FsConfig::passthrough_reads`).
+pub enum ReadsOpen {
+    /// Handed to the kernel: a share of the inode's registration.
+    Kernel(Backing),
+    /// Served by vecio; the count this open holds.
+    Served(Served),
+}
+
+/// Decides an open of `inode` under read-only passthrough. The kernel keeps one I/O mode per
+/// inode and wants every open of an inode that has a backing file to be a passthrough one (it
+/// fails any other with `EIO`); so:
+/// - an inode whose reads are with the kernel already: every open shares its registration,
+///   a writer's too (the registration is read-write);
+/// - a read-only buffered open of an inode no served open holds: registers the inode (a
+///   read-write descriptor the server opens, as under `--passthrough`) and goes to the kernel,
+///   unless the file is setuid, or setgid and group-executable: its writes must stay with the
+///   server, which clears those bits (kill-priv v2);
+/// - anything else is served, and counted: while one is held no open goes to the kernel.
+///
+/// The kernel leaves an I/O mode before it sends `RELEASE` and enters one after the reply to
+/// `OPEN`, so the counts kept here never say an inode is free while the kernel holds it in a
+/// mode.
+pub fn for_open(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File, read_only: bool) -> ReadsOpen {
+    // Lock order: served, then the registration.
+    let mut served = inode.backing.lock_served();
+    let registered = inode
+        .backing
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_some();
+    let hand_over = registered || (read_only && *served == 0 && !keeps_privileges(file));
+    if hand_over {
+        if let Some(b) = acquire(fs, inode, file) {
+            return ReadsOpen::Kernel(b);
+        }
+    }
+    *served += 1;
+    ReadsOpen::Served(Served(inode.clone()))
+}
+
+/// True for a file a write must strip of setuid or setgid (setuid, or setgid with group
+/// execute: the kernel's `should_remove_suid`), or whose mode cannot be read.
+fn keeps_privileges(file: &vecio::File) -> bool {
+    match rustix::fs::fstat(file) {
+        Ok(st) => {
+            st.st_mode & libc::S_ISUID != 0
+                || st.st_mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP
+        }
+        Err(_) => true,
+    }
 }
 
 /// One open's share of its inode's registration; the last one dropped unregisters it.

@@ -12,7 +12,7 @@
 //! `fuse_req_getgroups` reads them; the kernel names the calling thread in the request header.
 //! A request with no process behind it (pid 0, sent by the kernel itself) gets no groups.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::Read;
 
 use rustix::process::Gid;
@@ -27,23 +27,59 @@ thread_local! {
     static THREAD_GROUPS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Restores the server's own credentials when dropped.
-pub struct AsCaller {
-    switched: bool,
+thread_local! {
+    /// The filesystem uid and gid this thread acts with now: the server's (0, 0) until a
+    /// request of a caller switches them. Kept so that a switch to the ids already in force,
+    /// and a probe of them, cost no system call.
+    static FS_IDS: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
 }
+
+/// Makes `uid`/`gid` this thread's filesystem ids, with no system call when they are in force.
+fn set_fs_ids(uid: u32, gid: u32) {
+    FS_IDS.with(|ids| {
+        let (cur_uid, cur_gid) = ids.get();
+        if (cur_uid, cur_gid) == (uid, gid) {
+            return;
+        }
+        // SAFETY: setfsgid/setfsuid change only this thread's filesystem ids; they cannot fail
+        // in a way that leaves memory unsafe. Away from root the group goes first, back to
+        // root the uid first (the order the kernel's checks are easiest with); both are
+        // allowed to a thread that keeps CAP_SETUID and CAP_SETGID, which fsuid does not drop.
+        unsafe {
+            if uid == 0 {
+                libc::setfsuid(uid);
+                libc::setfsgid(gid);
+            } else {
+                if cur_gid != gid {
+                    libc::setfsgid(gid);
+                }
+                if cur_uid != uid {
+                    libc::setfsuid(uid);
+                }
+            }
+        }
+        ids.set((uid, gid));
+    })
+}
+
+/// The ids a request runs with, for its length. Switching is lazy: the ids stay in force after
+/// the request, so the next request of the same caller (or the next one served as the server)
+/// switches nothing; every request sets the ids it needs when it starts ([`AsCaller::new`] or
+/// [`AsCaller::server`]), so none runs with another's.
+pub struct AsCaller(());
 
 impl AsCaller {
     /// Switches to `uid`/`gid` and the supplementary groups of thread `pid` (with `extra`, the
     /// groups the kernel passed with the request: `FUSE_CREATE_SUPP_GROUP`) when the server
-    /// runs as root and the caller is someone else; otherwise does nothing (an unprivileged
-    /// server acts as itself). A caller whose groups cannot be read (it exited) acts with
-    /// `extra` alone. A caller whose ids the kernel could not map through an idmapped mount
-    /// (`FUSE_INVALID_UIDGID`; the kernel checked its permissions, `default_permissions` being
-    /// required there) is served as the server.
+    /// runs as root and the caller is someone else; root callers are served as the server. An
+    /// unprivileged server acts as itself. A caller whose groups cannot be read (it exited)
+    /// acts with `extra` alone. A caller whose ids the kernel could not map through an idmapped
+    /// mount (`FUSE_INVALID_UIDGID`; the kernel checked its permissions, `default_permissions`
+    /// being required there) is served as the server.
     pub fn new(uid: u32, gid: u32, pid: u32, extra: &[u32]) -> AsCaller {
         let unmapped = uid == crate::abi::INVALID_UIDGID || gid == crate::abi::INVALID_UIDGID;
         if !server_is_root() || (uid == 0 && gid == 0) || unmapped {
-            return AsCaller { switched: false };
+            return AsCaller::server();
         }
         let mut groups = caller_groups(pid);
         for g in extra {
@@ -52,26 +88,16 @@ impl AsCaller {
             }
         }
         set_groups(&groups);
-        // SAFETY: setfsgid/setfsuid change only this thread's filesystem ids; they cannot
-        // fail in a way that leaves memory unsafe. The group goes first: once the fsuid is no
-        // longer 0 the thread may lose the right to change its group.
-        unsafe {
-            libc::setfsgid(gid);
-            libc::setfsuid(uid);
-        }
-        AsCaller { switched: true }
+        set_fs_ids(uid, gid);
+        AsCaller(())
     }
-}
 
-impl Drop for AsCaller {
-    fn drop(&mut self) {
-        if self.switched {
-            // SAFETY: as above; back to root, uid first so the group change is allowed.
-            unsafe {
-                libc::setfsuid(0);
-                libc::setfsgid(0);
-            }
+    /// The server's own filesystem ids (root's), for a request not done as its caller.
+    pub fn server() -> AsCaller {
+        if server_is_root() {
+            set_fs_ids(0, 0);
         }
+        AsCaller(())
     }
 }
 
@@ -84,24 +110,19 @@ pub struct AsServer {
 }
 
 impl AsServer {
-    /// Switches this thread's filesystem ids to 0 if they are not already.
+    /// Switches this thread's filesystem ids to 0 if they are not already (no system call
+    /// when they are).
     pub fn new() -> AsServer {
         if !server_is_root() {
             return AsServer { saved: None };
         }
-        // SAFETY: setfsuid/setfsgid with an invalid id (-1) change nothing and return the
-        // current id; then 0 is set (allowed: the thread's real and saved ids are 0).
-        unsafe {
-            let uid = libc::setfsuid(u32::MAX) as u32;
-            let gid = libc::setfsgid(u32::MAX) as u32;
-            if uid == 0 && gid == 0 {
-                return AsServer { saved: None };
-            }
-            libc::setfsuid(0);
-            libc::setfsgid(0);
-            AsServer {
-                saved: Some((uid, gid)),
-            }
+        let (uid, gid) = FS_IDS.with(Cell::get);
+        if (uid, gid) == (0, 0) {
+            return AsServer { saved: None };
+        }
+        set_fs_ids(0, 0);
+        AsServer {
+            saved: Some((uid, gid)),
         }
     }
 }
@@ -115,11 +136,7 @@ impl Default for AsServer {
 impl Drop for AsServer {
     fn drop(&mut self) {
         if let Some((uid, gid)) = self.saved {
-            // SAFETY: as in AsCaller::new: group first, then uid.
-            unsafe {
-                libc::setfsgid(gid);
-                libc::setfsuid(uid);
-            }
+            set_fs_ids(uid, gid);
         }
     }
 }
@@ -208,9 +225,11 @@ fn parse_groups(status: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// True when the server process runs with uid 0.
+/// True when the server process runs with uid 0 (asked once: the server never changes its
+/// effective uid, only its threads' filesystem ids).
 pub fn server_is_root() -> bool {
-    rustix::process::geteuid().is_root()
+    static ROOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ROOT.get_or_init(|| rustix::process::geteuid().is_root())
 }
 
 /// Gives the calling thread its own filesystem context (`unshare(CLONE_FS)`) with umask 0:
@@ -223,6 +242,7 @@ pub fn own_umask() -> bool {
     match unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS) } {
         Ok(()) => {
             rustix::process::umask(rustix::fs::Mode::empty());
+            UMASK.with(|cur| cur.set(0));
             true
         }
         Err(e) => {
@@ -232,24 +252,31 @@ pub fn own_umask() -> bool {
     }
 }
 
-/// The caller's umask on this thread while it lives (0 again when dropped). vecio asks the
+thread_local! {
+    /// The umask this thread has now (0 after [`own_umask`]; `u32::MAX` while unknown).
+    static UMASK: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// The caller's umask on this thread, for a request that creates a file. vecio asks the
 /// kernel not to apply the umask itself (`FUSE_DONT_MASK`) and applies it where the caller's
 /// kernel would: in the backing file system, which ignores it when the parent directory has a
-/// default ACL, exactly as natively.
+/// default ACL, exactly as natively. Every request that creates something with a mode sets
+/// its caller's umask first (`MKNOD`, `MKDIR`, `CREATE`, `TMPFILE`), so the umask is left in
+/// force afterwards and the next request with the same umask makes no system call.
 pub struct CallerUmask(());
 
 impl CallerUmask {
     /// Sets this thread's umask to `umask` (the serving threads have their own, see
-    /// [`own_umask`]).
+    /// [`own_umask`]), unless it is in force already.
     pub fn new(umask: u32) -> CallerUmask {
-        rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask & 0o777));
+        let umask = umask & 0o777;
+        UMASK.with(|cur| {
+            if cur.get() != umask {
+                rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
+                cur.set(umask);
+            }
+        });
         CallerUmask(())
-    }
-}
-
-impl Drop for CallerUmask {
-    fn drop(&mut self) {
-        rustix::process::umask(rustix::fs::Mode::empty());
     }
 }
 

@@ -34,6 +34,10 @@ pub struct FileHandle {
     /// held for its `Drop`, which gives the share back at `RELEASE`.
     #[allow(dead_code)]
     pub backing: Option<crate::fs::backing::Backing>,
+    /// Counts this open among the inode's served ones, under read-only passthrough; held for
+    /// its `Drop`.
+    #[allow(dead_code)]
+    pub served: Option<crate::fs::backing::Served>,
     /// Keeps the node's descriptor while open (an unlinked file cannot be reopened from its
     /// handle).
     #[allow(dead_code)]

@@ -44,14 +44,26 @@ impl std::fmt::Display for Held {
     }
 }
 
-/// Reads what a server holds, from any thread (see [`Server::held`](crate::Server::held)).
+/// Reads what a server holds, and the requests it served, from any thread (see
+/// [`Server::held`](crate::Server::held)).
 #[derive(Clone)]
-pub struct HeldCounter(pub(crate) Arc<Fs>);
+pub struct HeldCounter(pub(crate) Arc<Fs>, pub(crate) Arc<crate::WorkerStats>);
 
 impl HeldCounter {
     /// What the server holds now.
     pub fn now(&self) -> Held {
         held(&self.0)
+    }
+
+    /// The requests served so far, by opcode.
+    pub fn stats(&self) -> &crate::WorkerStats {
+        &self.1
+    }
+
+    /// What `SIGUSR1` prints: what the server holds, then the requests it served so far
+    /// (`...; served requests N (LOOKUP a, ...)`).
+    pub fn report(&self) -> String {
+        format!("{}; served {}", self.now(), self.1.requests_line())
     }
 }
 

@@ -50,6 +50,12 @@ pub struct FsConfig {
     /// Hand buffered opens to the kernel (`FUSE_PASSTHROUGH`): reads and writes of those files
     /// never reach the server.
     pub passthrough: bool,
+    /// Hand read-only buffered opens to the kernel (`FUSE_PASSTHROUGH`) while no open of the
+    /// inode is served by vecio (and the file is not setuid); writers stay served (kill-priv,
+    /// write times), except one that comes while readers are with the kernel, which joins them
+    /// (the kernel wants every open of such an inode passed through). `vecio fuse`'s default;
+    /// `passthrough` covers it. See `crate::fs::backing::for_open`.
+    pub passthrough_reads: bool,
     /// With `passthrough`, hand `O_DIRECT` opens to the kernel too (the kernel passes
     /// `O_DIRECT` on to the backing file, so their buffers must then be aligned as natively);
     /// without it they stay with vecio, which serves any alignment.

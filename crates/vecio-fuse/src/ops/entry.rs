@@ -24,10 +24,26 @@ pub fn lookup(fs: &Fs, parent: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let found = match name.to_bytes() {
         b"." if fs.inodes.exports() => fs.inodes.lookup_self(parent)?,
         b".." if fs.inodes.exports() => fs.inodes.lookup_parent(parent)?,
-        _ => return entry_of(fs, parent, component(name)?),
+        _ => return negative_if_missing(fs, entry_of(fs, parent, component(name)?)),
     };
     let (id, st) = found;
     Ok(Answer::of(&fs.cfg.timeouts.entry(id, from_stat(&st))))
+}
+
+/// A lookup that found nothing is answered with node id 0 and the entry timeout rather than
+/// `ENOENT`, so the kernel caches the name's absence for that long, as it caches names that
+/// exist: a second `stat` of a missing name (a search path, an include directory) costs no
+/// round trip. With no entry timeout (`--timeout 0`) it stays `ENOENT`.
+fn negative_if_missing(fs: &Fs, found: OpResult<Answer>) -> OpResult<Answer> {
+    match found {
+        Err(e) if e == Errno::NOENT && !fs.cfg.timeouts.entry.is_zero() => {
+            let mut out = fs.cfg.timeouts.entry(0, Default::default());
+            out.attr_valid = 0;
+            out.attr_valid_nsec = 0;
+            Ok(Answer::of(&out))
+        }
+        other => other,
+    }
 }
 
 /// `BATCH_FORGET`.

@@ -17,15 +17,23 @@ use crate::abi::{
 };
 use crate::error::{Errno, OpResult};
 use crate::fs::attr::from_stat;
+use crate::fs::backing::ReadsOpen;
 use crate::fs::handle::{FileHandle, Handle};
 use crate::fs::inode::Inode;
 use crate::fs::{component, Fs};
 
 /// The open flags the backing file gets: the caller's, without those the kernel already
-/// applied (`O_APPEND`: the kernel sends the end-of-file offset) or that vecio decides itself.
+/// applied (`O_APPEND`: the kernel sends the end-of-file offset), those that vecio decides
+/// itself, and `O_NONBLOCK` (`OPEN` is sent for regular files only, where it means nothing;
+/// vecio would clear it with one more system call).
 fn backing_flags(flags: u32) -> OFlags {
     OFlags::from_bits_retain((flags & !OPEN_FOR_EXEC) as _)
-        - (OFlags::APPEND | OFlags::DIRECT | OFlags::CREATE | OFlags::EXCL | OFlags::NOCTTY)
+        - (OFlags::APPEND
+            | OFlags::DIRECT
+            | OFlags::CREATE
+            | OFlags::EXCL
+            | OFlags::NOCTTY
+            | OFlags::NONBLOCK)
 }
 
 /// Whether a file opened with the caller's `flags` is served with direct I/O.
@@ -107,25 +115,56 @@ fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd) -> OpResult<Arc<vecio::File
 /// `--passthrough` every buffered open of an inode shares the inode's one backing registration
 /// (the kernel allows one backing file per inode); with `--passthrough-direct` direct opens
 /// use it too, and the kernel serves their `O_DIRECT` reads and writes on the backing file
-/// without a round trip.
-fn file_handle(fs: &Fs, inode: &Arc<Inode>, file: Arc<vecio::File>) -> (Handle, u32, i32) {
+/// without a round trip. Under read-only passthrough (`vecio fuse`'s default) read-only
+/// buffered opens go to the kernel while no open of the inode is served
+/// (`crate::fs::backing::for_open`). `flags` are the caller's open flags.
+fn file_handle(
+    fs: &Fs,
+    inode: &Arc<Inode>,
+    file: Arc<vecio::File>,
+    flags: u32,
+) -> (Handle, u32, i32) {
     let mut open_flags = FopenFlags::empty();
     let mut backing = None;
+    let mut served = None;
     if fs.cfg.passthrough && (!file.is_direct() || fs.cfg.passthrough_direct) {
         backing = crate::fs::backing::acquire(fs, inode, &file);
+    } else if fs.cfg.passthrough_reads && fs.dev.get().is_some() {
+        let oflags = OFlags::from_bits_retain(flags as _);
+        let read_only = oflags & OFlags::RWMODE == OFlags::RDONLY
+            && !oflags.contains(OFlags::TRUNC)
+            && !file.is_direct();
+        match crate::fs::backing::for_open(fs, inode, &file, read_only) {
+            ReadsOpen::Kernel(b) => backing = Some(b),
+            ReadsOpen::Served(s) => served = Some(s),
+        }
     }
     match (&backing, file.is_direct()) {
         (Some(_), _) => open_flags |= FopenFlags::PASSTHROUGH,
         (None, true) => open_flags |= FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES,
         (None, false) => {}
     }
+    if no_flush_needed(fs) {
+        open_flags |= FopenFlags::NOFLUSH;
+    }
     let id = backing.as_ref().map_or(0, |b| b.id());
     let handle = Handle::File(FileHandle {
         file,
         backing,
+        served,
         open: inode.opened(),
     });
     (handle, open_flags.bits(), id)
+}
+
+/// True when a `close` needs no `FLUSH`: the server keeps no POSIX locks (the kernel does,
+/// over io_uring; a `FLUSH` is what releases the closing owner's locks in the backing file
+/// system) and the kernel caches no writes (under `-o writeback_cache` it writes them back at
+/// `FLUSH`). `FOPEN_NOFLUSH` then saves one round trip per close.
+fn no_flush_needed(fs: &Fs) -> bool {
+    fs.granted.get().is_some_and(|g| {
+        !g.intersects(crate::abi::InitFlags::POSIX_LOCKS | crate::abi::InitFlags::WRITEBACK_CACHE)
+    })
 }
 
 /// `OPEN`.
@@ -147,7 +186,7 @@ pub fn open(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
         super::kill_suid_sgid(fs, node, fd.as_fd())?;
     }
     let file = backing_file(fs, &inode, fd)?;
-    let (handle, open_flags, backing_id) = file_handle(fs, &inode, file);
+    let (handle, open_flags, backing_id) = file_handle(fs, &inode, file, arg.flags);
     let fh = fs.handles.insert(handle);
     Ok(Answer::of(&OpenOut {
         fh,
@@ -199,17 +238,16 @@ fn create_in(
     let dir = fs.inodes.get(parent)?;
     let mode = Mode::from_raw_mode(arg.mode & 0o7777);
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let umask = crate::fs::creds::CallerUmask::new(arg.umask);
+    let _umask = crate::fs::creds::CallerUmask::new(arg.umask);
     let fd = open_backing(fs, arg.flags, |f| {
         let f = f | extra | OFlags::CLOEXEC;
         Ok(rustix::fs::openat2(dir.fd()?, name, f, mode, resolve)?)
     })?;
-    drop(umask);
     fs.keep_atime(&fd);
     let (id, st) = fs.inodes.adopt(fs.path_fd_of(&fd)?)?;
     let inode = fs.inodes.get(id)?;
     let file = backing_file(fs, &inode, fd)?;
-    let (handle, open_flags, backing_id) = file_handle(fs, &inode, file);
+    let (handle, open_flags, backing_id) = file_handle(fs, &inode, file, arg.flags);
     let fh = fs.handles.insert(handle);
     let mut out = fs
         .cfg

@@ -35,9 +35,12 @@ pub fn queue_count() -> usize {
     n.max(1) as usize
 }
 
+/// The fuse module's parameter that allows FUSE over io_uring (present on kernels that have it).
+pub const KNOB: &str = "/sys/module/fuse/parameters/enable_uring";
+
 /// True when the fuse module has FUSE over io_uring enabled.
 pub fn enabled() -> bool {
-    std::fs::read_to_string("/sys/module/fuse/parameters/enable_uring")
+    std::fs::read_to_string(KNOB)
         .is_ok_and(|s| s.trim() == "Y")
 }
 
@@ -224,6 +227,7 @@ impl RingQueue {
             region: region.as_ref(),
             stats,
             later: None,
+            inline_buffered_writes: false,
         };
         let op_in = &ent.header.op_in[..];
         let result = match Opcode::from_raw(h.opcode) {

@@ -122,6 +122,7 @@ impl Worker {
             region: region.as_ref(),
             stats,
             later: Some(later),
+            inline_buffered_writes: true,
         };
         let incoming = Incoming {
             header: h,

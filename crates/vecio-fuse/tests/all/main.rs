@@ -20,5 +20,6 @@ mod ops_space;
 mod passthrough;
 mod permissions;
 mod protocol;
+mod round_trips;
 mod space_locks;
 mod uring;

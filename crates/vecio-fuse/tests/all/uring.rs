@@ -18,7 +18,7 @@ const SEG: usize = 4096;
 
 /// Turns on the fuse module's `enable_uring` (root can); `false`, with the reason printed, when
 /// it stays off.
-fn uring_on() -> bool {
+pub(crate) fn uring_on() -> bool {
     let knob = "/sys/module/fuse/parameters/enable_uring";
     if vecio_fuse::uring_enabled() {
         return true;

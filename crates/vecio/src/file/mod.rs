@@ -139,16 +139,17 @@ impl File {
             _ => (true, false),
         };
         let direct = status.contains(OFlags::DIRECT);
-        Self::finish(fd, shared, direct, read, write, flags)
+        Self::finish(fd, shared, direct, (read, write), flags, Some(status))
     }
 
+    /// The `File` over `fd`; `status` is its status flags when the caller read them already.
     fn finish(
         fd: OwnedFd,
         shared: Arc<Path>,
         direct: bool,
-        readable: bool,
-        writable: bool,
+        (readable, writable): (bool, bool),
         flags: RwFlags,
+        status: Option<OFlags>,
     ) -> Result<File> {
         let open_err = |source: std::io::Error| Error::Open {
             path: shared.clone(),
@@ -160,8 +161,14 @@ impl File {
             rustix::fs::FileType::BlockDevice => FileKind::Block,
             _ => return Err(Error::NotRegular { path: shared }),
         };
-        let status = rustix::fs::fcntl_getfl(&fd).map_err(|e| open_err(e.into()))?;
-        rustix::fs::fcntl_setfl(&fd, status - OFlags::NONBLOCK).map_err(|e| open_err(e.into()))?;
+        let status = match status {
+            Some(s) => s,
+            None => rustix::fs::fcntl_getfl(&fd).map_err(|e| open_err(e.into()))?,
+        };
+        if status.contains(OFlags::NONBLOCK) {
+            rustix::fs::fcntl_setfl(&fd, status - OFlags::NONBLOCK)
+                .map_err(|e| open_err(e.into()))?;
+        }
         let align = probe_alignment(fd.as_fd(), kind);
         let (offset_mask, mem_mask) = if direct {
             (align.offset as u64 - 1, align.mem as usize - 1)

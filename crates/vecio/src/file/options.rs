@@ -230,9 +230,9 @@ impl File {
             fd,
             shared,
             direct,
-            opts.read,
-            opts.write || opts.append,
+            (opts.read, opts.write || opts.append),
             flags,
+            None,
         )
     }
 }

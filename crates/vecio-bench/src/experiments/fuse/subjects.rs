@@ -26,6 +26,9 @@ pub enum Kind {
     Vecio {
         /// Arguments after `vecio fuse SRC MNT`.
         args: Vec<String>,
+        /// Another `vecio` binary than the bench's (a baseline measured beside it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exe: Option<PathBuf>,
     },
     /// A libfuse example binary.
     Libfuse {
@@ -58,6 +61,18 @@ impl Subject {
             name: name.into(),
             kind: Kind::Vecio {
                 args: args.iter().map(|s| s.to_string()).collect(),
+                exe: None,
+            },
+        }
+    }
+
+    /// `EXE fuse SRC MNT ARGS` with another `vecio` binary, named `name`.
+    pub fn vecio_at(name: &str, exe: &Path, args: &[&str]) -> Subject {
+        Subject {
+            name: name.into(),
+            kind: Kind::Vecio {
+                args: args.iter().map(|s| s.to_string()).collect(),
+                exe: Some(exe.to_path_buf()),
             },
         }
     }
@@ -97,12 +112,23 @@ pub fn stop_all(mounted: Vec<Mounted>, who: &str) {
     }
 }
 
+/// The last `SIGUSR1` report of a `vecio fuse` server (`vecio: holding ...; served requests
+/// N (...)`) and how many it printed, read from its standard error by a thread that passes
+/// every other line on.
+#[derive(Default)]
+struct Reports {
+    last: std::sync::Mutex<(u64, String)>,
+    changed: std::sync::Condvar,
+}
+
 /// A mounted subject; unmounts and stops its server when dropped.
 pub struct Mounted {
     /// Path of the data file through this subject.
     pub file: PathBuf,
     mountpoint: Option<PathBuf>,
     child: Option<Child>,
+    /// `vecio fuse`'s reports (none for other subjects).
+    reports: Option<std::sync::Arc<Reports>>,
     /// The server, registered to be stopped if the run is stopped.
     _tracked: Option<crate::harness::cleanup::Tracked>,
 }
@@ -111,6 +137,26 @@ impl Mounted {
     /// The server's process id (none for the native subject).
     pub fn server_pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
+    }
+
+    /// The requests the server served so far, by opcode (`LOOKUP`, ...), with their total
+    /// under `"total"`: asked with `SIGUSR1` (`vecio fuse` only; `None` for other subjects or
+    /// when no report came within 5 s).
+    pub fn requests(&self) -> Option<std::collections::BTreeMap<String, u64>> {
+        let reports = self.reports.as_ref()?;
+        let pid = self.server_pid()?;
+        let guard = reports.last.lock().ok()?;
+        let seen = guard.0;
+        // SAFETY: kill(2) on a child we own; no memory is involved.
+        unsafe { libc::kill(pid as i32, libc::SIGUSR1) };
+        let (guard, _) = reports
+            .changed
+            .wait_timeout_while(guard, Duration::from_secs(5), |r| r.0 == seen)
+            .ok()?;
+        if guard.0 == seen {
+            return None;
+        }
+        parse_requests(&guard.1)
     }
 
     /// Unmounts and waits for the server to exit.
@@ -150,6 +196,39 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         let _ = self.stop_inner();
+    }
+}
+
+/// The counts of a report's `requests N (LOOKUP a, CREATE b, ...)`, the total as `"total"`.
+pub fn parse_requests(line: &str) -> Option<std::collections::BTreeMap<String, u64>> {
+    let rest = &line[line.find("requests ")? + "requests ".len()..];
+    let (total, ops) = rest.split_once(" (").unwrap_or((rest, ""));
+    let mut out = std::collections::BTreeMap::new();
+    out.insert("total".to_string(), total.trim().parse().ok()?);
+    for op in ops
+        .trim_end_matches(')')
+        .split(", ")
+        .filter(|o| !o.is_empty())
+    {
+        let (name, n) = op.rsplit_once(' ')?;
+        out.insert(name.to_string(), n.parse().ok()?);
+    }
+    Some(out)
+}
+
+/// Reads a server's standard error: `SIGUSR1` reports go to `reports`, every other line on
+/// to this process's standard error.
+fn read_reports(stderr: std::process::ChildStderr, reports: std::sync::Arc<Reports>) {
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        if line.starts_with("vecio: holding ") {
+            if let Ok(mut last) = reports.last.lock() {
+                *last = (last.0 + 1, line);
+                reports.changed.notify_all();
+            }
+        } else {
+            eprintln!("{line}");
+        }
     }
 }
 
@@ -221,9 +300,13 @@ pub fn mount(
             file: src.join(file_name),
             mountpoint: None,
             child: None,
+            reports: None,
             _tracked: None,
         }),
-        Kind::Vecio { args } => mount_vecio(exe, args, src, file_name, mountpoint),
+        Kind::Vecio { args, exe: other } => {
+            let exe = other.as_deref().unwrap_or(exe);
+            mount_vecio(exe, args, src, file_name, mountpoint)
+        }
         Kind::Libfuse { example } => mount_libfuse(example, libfuse, src, file_name, mountpoint),
     }
 }
@@ -245,10 +328,15 @@ fn mount_vecio(
         .arg(mountpoint)
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .context("starting vecio fuse")?;
     let tracked = crate::harness::cleanup::track_child(child.id());
+    let reports = std::sync::Arc::new(Reports::default());
+    if let Some(stderr) = child.stderr.take() {
+        let r = reports.clone();
+        std::thread::spawn(move || read_reports(stderr, r));
+    }
     let stdout = child.stdout.take().context("vecio fuse stdout")?;
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line)?;
@@ -261,6 +349,7 @@ fn mount_vecio(
         file: mountpoint.join(file_name),
         mountpoint: Some(mountpoint.to_path_buf()),
         child: Some(child),
+        reports: Some(reports),
         _tracked: Some(tracked),
     })
 }
@@ -313,6 +402,7 @@ fn mount_libfuse(
         file,
         mountpoint: Some(mountpoint.to_path_buf()),
         child: Some(child),
+        reports: None,
         _tracked: Some(tracked),
     };
     if !within_10s(|| is_mounted(mountpoint)) {
@@ -332,4 +422,22 @@ fn within_10s(mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_gives_its_requests() {
+        let line = "vecio: holding nodes 1 (descriptors 1), handles 0 files + 0 directories, \
+            open files 0, ring slots 0, passthrough backings 0; served requests 12 (LOOKUP 2, \
+            BATCH_FORGET 10)";
+        let r = parse_requests(line).unwrap();
+        assert_eq!(r["total"], 12);
+        assert_eq!(r["LOOKUP"], 2);
+        assert_eq!(r["BATCH_FORGET"], 10);
+        assert_eq!(parse_requests("served requests 0 ()").unwrap()["total"], 0);
+        assert!(parse_requests("vecio: holding nodes 1").is_none());
+    }
 }

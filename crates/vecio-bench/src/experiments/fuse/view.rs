@@ -4,7 +4,7 @@
 use super::workload::Op;
 use super::{
     ratio, Cell as FuseCell, Fuse, FuseReport, Goal, NATIVE, SEED_READV, SEED_WRITEV, VECIO,
-    VECIO_PER_SEGMENT, VECIO_URING,
+    VECIO_DEV, VECIO_PER_SEGMENT,
 };
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{Plot, Verdict, PAIRED};
@@ -257,7 +257,8 @@ fn buffered(f: &FuseReport) -> DataTable {
 fn short(name: &str) -> String {
     match name {
         VECIO_PER_SEGMENT => "per-segment".into(),
-        VECIO_URING => "vecio --uring".into(),
+        super::VECIO_URING => "vecio --uring".into(),
+        VECIO_DEV => "vecio --no-uring".into(),
         super::VECIO_NO_SANDBOX => "no sandbox".into(),
         _ => name.strip_prefix("libfuse ").unwrap_or(name).to_string(),
     }

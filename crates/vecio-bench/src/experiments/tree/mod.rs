@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::options::{parse_count, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed, Target};
 use crate::experiments::fuse::subjects::{self, Mounted, Subject};
-use crate::experiments::fuse::{NATIVE, VECIO, VECIO_PASSTHROUGH, VECIO_URING};
+use crate::experiments::fuse::{NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH};
 use crate::harness::cleanup::{remove_tree, ScratchDir};
 use crate::harness::meta::RunMeta;
 use crate::harness::stats::{paired_median, Summary};
@@ -39,10 +39,17 @@ pub struct TreeOptions {
     /// defaults.
     #[arg(long = "libfuse-hp", value_name = "PATH")]
     pub passthrough_hp: Option<PathBuf>,
+    /// Also measure `vecio fuse` of this other `vecio` binary with its default options (an
+    /// earlier build, to compare before and after in one run).
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// The experiment.
 pub struct Tree;
+
+/// Name of `--baseline`'s `vecio fuse` as a subject.
+pub const BASELINE: &str = "vecio fuse (baseline)";
 
 /// Name of libfuse's passthrough_hp as a subject.
 pub const HP: &str = "libfuse passthrough_hp";
@@ -50,7 +57,7 @@ pub const HP: &str = "libfuse passthrough_hp";
 impl Experiment for Tree {
     const KEY: &'static str = "tree";
     const ABOUT: &'static str = "A source tree's life (issue 27): tar -x, cold walk, read all, \
-        rm -rf natively and through vecio fuse (default, --passthrough, --uring)";
+        rm -rf natively and through vecio fuse (default, --passthrough, --no-uring)";
     const FIELDS: &'static [&'static str] = &["tree", "rounds", "subjects"];
     const SEED: &'static Seed = &view::SEED;
     type Options = TreeOptions;
@@ -65,7 +72,9 @@ impl Experiment for Tree {
     /// Per file and subject, about 0.25 ms natively and 1 ms through FUSE per phase, plus the
     /// tree's generation, a mount per subject and a cache drop per cold walk.
     fn estimate(o: &TreeOptions) -> Duration {
-        let subjects = 4.0 + f64::from(u8::from(o.passthrough_hp.is_some()));
+        let subjects = 4.0
+            + f64::from(u8::from(o.passthrough_hp.is_some()))
+            + f64::from(u8::from(o.baseline.is_some()));
         let per_round = o.files as f64 * 4.0 * (0.25e-3 + (subjects - 1.0) * 1e-3);
         let rounds = f64::from(o.common.repeat);
         Duration::from_secs_f64(
@@ -94,6 +103,10 @@ pub struct PhaseResult {
     /// The server's CPU seconds (user + system, its processes together) during the phase,
     /// each round; empty for the native subject.
     pub server_cpu_s: Vec<f64>,
+    /// The FUSE requests the server served during the phase, by opcode with their total under
+    /// `"total"`, each round; empty where they are not counted (native, passthrough_hp).
+    #[serde(default)]
+    pub requests: Vec<std::collections::BTreeMap<String, u64>>,
 }
 
 /// Everything measured of one subject.
@@ -129,7 +142,7 @@ pub struct TreeReport {
     pub rounds: u32,
     /// Why the caches could not be dropped before the cold walks (the walk was then warm).
     pub caches_not_dropped: Option<String>,
-    /// Why FUSE requests per file are not given.
+    /// Which subjects' FUSE requests are counted, and how.
     pub requests: String,
     /// The subjects, in table order.
     pub subjects: Vec<Subject>,
@@ -148,18 +161,16 @@ impl TreeReport {
     }
 }
 
-/// What `vecio fuse` tells of its requests: its `SIGUSR1` line gives what it holds (nodes,
-/// handles), not the requests it served, so no per-file request count is given.
-const REQUESTS_NOT_COUNTED: &str = "not counted: vecio fuse's SIGUSR1 line tells what it holds \
-    (nodes, handles, descriptors), not how many requests it served; server CPU is given per file \
-    instead";
+/// How the FUSE requests are counted.
+const REQUESTS_COUNTED: &str = "counted for vecio fuse from its SIGUSR1 report (the requests \
+    it served, by opcode) before and after each phase; passthrough_hp does not count them";
 
 fn subjects(hp: bool) -> Vec<Subject> {
     let mut v = vec![
         Subject::native(NATIVE),
         Subject::vecio(VECIO, &[]),
         Subject::vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
-        Subject::vecio(VECIO_URING, &["--uring"]),
+        Subject::vecio(VECIO_DEV, &["--no-uring"]),
     ];
     if hp {
         v.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
@@ -176,7 +187,10 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
-    let subjects = subjects(opts.passthrough_hp.is_some());
+    let mut subjects = subjects(opts.passthrough_hp.is_some());
+    if let Some(b) = &opts.baseline {
+        subjects.push(Subject::vecio_at(BASELINE, b, &[]));
+    }
     let hp: Vec<(String, PathBuf)> = opts
         .passthrough_hp
         .iter()
@@ -213,7 +227,7 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
         tree,
         rounds: opts.common.repeat,
         caches_not_dropped,
-        requests: REQUESTS_NOT_COUNTED.into(),
+        requests: REQUESTS_COUNTED.into(),
         subjects,
         results,
         targets,
@@ -259,6 +273,7 @@ fn empty_result(s: &Subject) -> SubjectResult {
                 samples: Vec::new(),
                 seconds: None,
                 server_cpu_s: Vec::new(),
+                requests: Vec::new(),
             })
             .collect(),
         total_samples: Vec::new(),
@@ -271,18 +286,39 @@ fn empty_result(s: &Subject) -> SubjectResult {
 /// each; the samples are kept only when the whole life succeeded.
 fn life(tarball: &Path, m: &Mounted, cold: bool, r: &mut SubjectResult) -> Result<()> {
     let mut round = Vec::new();
+    let mut counted = m.requests();
     for phase in PHASES {
         let cpu0 = m.server_pid().map(phases::tree_cpu_s);
         let s = phases::run(phase, tarball, &m.file, cold).with_context(|| phase.name())?;
         let cpu = m.server_pid().map(phases::tree_cpu_s).zip(cpu0);
-        round.push((s, cpu.map(|(after, before)| (after - before).max(0.0))));
+        let now = counted.as_ref().and(m.requests());
+        let served = now.as_ref().zip(counted.as_ref()).map(|(a, b)| since(a, b));
+        counted = now;
+        round.push((
+            s,
+            cpu.map(|(after, before)| (after - before).max(0.0)),
+            served,
+        ));
     }
-    for (p, (s, cpu)) in r.phases.iter_mut().zip(&round) {
+    for (p, (s, cpu, served)) in r.phases.iter_mut().zip(&round) {
         p.samples.push(*s);
         p.server_cpu_s.extend(*cpu);
+        p.requests.extend(served.clone());
     }
-    r.total_samples.push(round.iter().map(|(s, _)| s).sum());
+    r.total_samples.push(round.iter().map(|(s, _, _)| s).sum());
     Ok(())
+}
+
+/// The counts in `after` less those in `before`, by key (a key not in `before` counts from 0).
+fn since(
+    after: &std::collections::BTreeMap<String, u64>,
+    before: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
+        .filter(|(_, v)| *v > 0)
+        .collect()
 }
 
 /// The median of per-round ratios of `phase` (total when `None`) of `a` over `b`.

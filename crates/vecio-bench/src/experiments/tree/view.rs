@@ -21,7 +21,7 @@ pub(super) const SEED: Seed = Seed {
                extraction within 3x, no phase slower than libfuse's passthrough_hp",
     method: "A tarball extracted into a mount of one ext4 directory, walked after the caches \
              are dropped, every file read, the tree removed; natively, through vecio fuse \
-             (default, --passthrough, --uring) and libfuse's passthrough_hp when given.",
+             (default, --passthrough, --no-uring) and libfuse's passthrough_hp when given.",
     claims: &[],
 };
 
@@ -43,7 +43,7 @@ impl View for TreeReport {
                 .map(|why| ("cold walk", format!("warm: {why}"))),
         );
         s.setup = lines(setup, &self.meta, extra, &[]);
-        s.tables = vec![seconds(self), server_cpu(self)];
+        s.tables = vec![seconds(self), server_cpu(self), requests(self)];
         s.targets.extend(self.targets.iter().cloned());
         s.notes
             .extend(self.not_judged.iter().map(|n| format!("not judged: {n}")));
@@ -55,6 +55,7 @@ impl View for TreeReport {
             .extend(failed.map(|(subject, e)| format!("{subject} failed: {e}")));
         s.notes
             .push(format!("FUSE requests per file: {}.", self.requests));
+        s.notes.extend(breakdown(self));
         s.notes.push(
             "Ratios are medians of per-round ratios to native. Times are wall-clock seconds \
              (medians of the rounds); extract is tar -x, remove is rm -rf, both as processes."
@@ -126,4 +127,58 @@ fn server_cpu(f: &TreeReport) -> DataTable {
         Cell::maybe(Some(total), 3)
     })
     .done()
+}
+
+/// The median over the rounds of `phase`'s requests under `key` (`"total"` or an opcode) per
+/// file of the tree.
+fn per_file(f: &TreeReport, p: &super::PhaseResult, key: &str) -> Option<f64> {
+    let counts: Vec<f64> = p
+        .requests
+        .iter()
+        .map(|r| *r.get(key).unwrap_or(&0) as f64)
+        .collect();
+    median(&counts).map(|m| m / f.tree.files.max(1) as f64)
+}
+
+fn requests(f: &TreeReport) -> DataTable {
+    let title = "FUSE requests the server served per file of the tree (median of the rounds; \
+                 vecio fuse's SIGUSR1 counts)";
+    let served = f.results.iter().filter(|r| r.subject != NATIVE);
+    let mut t = DataTable::over(title, "", served).col("subject", |_, r| &r.subject);
+    for (pi, p) in PHASES.iter().enumerate() {
+        t = t.col(&format!("{} req/file", p.name()), move |_, r| {
+            Some(Cell::maybe(per_file(f, r.phases.get(pi)?, "total"), 2))
+        });
+    }
+    t.done()
+}
+
+/// One note per subject and phase: its requests per file by opcode (the ten most frequent).
+fn breakdown(f: &TreeReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in &f.results {
+        for p in &r.phases {
+            let Some(last) = p.requests.last() else {
+                continue;
+            };
+            let mut ops: Vec<(&String, f64)> = last
+                .keys()
+                .filter(|k| *k != "total")
+                .filter_map(|k| Some((k, per_file(f, p, k)?)))
+                .collect();
+            ops.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let list: Vec<String> = ops
+                .iter()
+                .take(10)
+                .map(|(k, n)| format!("{k} {n:.2}"))
+                .collect();
+            notes.push(format!(
+                "{} {} requests per file: {}",
+                r.subject,
+                p.phase.name(),
+                list.join(", ")
+            ));
+        }
+    }
+    notes
 }
