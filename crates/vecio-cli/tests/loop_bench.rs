@@ -191,7 +191,10 @@ fn check_tls_rows(tls: &serde_json::Value, stdout: &str) {
                 // short it can be within a clock tick of the idle cost, so 0 is possible here,
                 // but not a negative or missing figure, and not 0 everywhere (below).
                 let cpu = s["cpu_us_per_req"].as_f64().unwrap();
-                assert!(cpu >= 0.0, "{subject} {job} tls={over_tls}: cpu_us_per_req = {cpu}");
+                assert!(
+                    cpu >= 0.0,
+                    "{subject} {job} tls={over_tls}: cpu_us_per_req = {cpu}"
+                );
             }
         }
     }
