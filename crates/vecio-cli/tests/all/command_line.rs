@@ -44,6 +44,39 @@ fn an_os_error_is_said_once_on_one_line() {
 }
 
 #[test]
+fn bench_tree_names_a_peer_binary_that_cannot_run_before_it_starts() {
+    let dir = scratch_dir("vecio-cl-");
+    let started = Instant::now();
+    for flag in ["--baseline", "--libfuse-hp"] {
+        // A directory (a typo'd path to a build directory) is not a program.
+        let out = vecio(
+            dir.path(),
+            &[
+                "bench",
+                "tree",
+                "--files",
+                "100",
+                flag,
+                dir.path().to_str().unwrap(),
+            ],
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        if err.contains("cannot run") {
+            // Not root, or no /dev/fuse: the experiment refuses before it reads its options.
+            eprintln!("skipping: {err}");
+            return;
+        }
+        assert!(err.contains(&format!("{flag} ")), "{err}");
+        assert!(err.contains("not an executable file"), "{err}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "said before any round"
+    );
+}
+
+#[test]
 fn usage_errors_exit_2_wherever_they_are_found() {
     let dir = scratch_dir("vecio-cl-");
     let d = dir.path().to_str().unwrap();

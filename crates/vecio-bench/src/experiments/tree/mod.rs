@@ -178,10 +178,29 @@ fn subjects(hp: bool) -> Vec<Subject> {
     v
 }
 
+/// An error naming `flag` unless `path` is a file that may be executed: said before the
+/// tree is generated, not after the first rounds.
+fn runnable(flag: &str, path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).with_context(|| format!("{flag} {}", path.display()))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        anyhow::bail!("{flag} {}: not an executable file", path.display());
+    }
+    Ok(())
+}
+
 /// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
 pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(why) = crate::experiments::fuse::cannot_run() {
         anyhow::bail!("the tree experiment cannot run: {why}");
+    }
+    for (flag, path) in [
+        ("--baseline", &opts.baseline),
+        ("--libfuse-hp", &opts.passthrough_hp),
+    ] {
+        if let Some(path) = path {
+            runnable(flag, path)?;
+        }
     }
     let tmp = ScratchDir::new_in("tree", &opts.common.scratch_parent()?)?;
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
