@@ -40,12 +40,18 @@ impl Phase {
 /// Runs `phase` on the tree at `dir` (extracted from `tarball`); its seconds. Every phase
 /// starts after a `sync` (not timed), so no phase pays for the previous one's dirty pages or
 /// access times (a native `rm -rf` right after the reads took 0.3 to 8 s without it); the cold
-/// walk drops the caches first when `drop` is set. The extraction reads the tarball into the
-/// page cache first (not timed): a cold walk's cache drop evicts it, and the next subject's
-/// extraction would otherwise read it from the disk (native extractions took 0.2 to 1.1 s
-/// in one run without this).
+/// walk drops the caches first when `drop` is set. The extraction, when `drop` is set, starts
+/// after a cache drop too, then reads the tarball back into the page cache (neither timed): on
+/// an ext4 without a journal (this machine's) the kernel will not reuse an inode deleted in the
+/// last 60 s (300 s while its inode-table block is dirty) and checks each candidate in the
+/// cached inode table (`recently_deleted`, fs/ext4/ialloc.c), so an extraction right after the
+/// previous subject's `rm -rf` paid for that subject's deletions: a native `tar -x` of 7,080
+/// files took 0.8 to 1.3 s after a removal and 0.13 s with the inode table dropped
+/// (2026-11-27, perf: `find_get_block_common` under `recently_deleted`). The drop writes the
+/// table back and evicts it, so each subject's extraction starts alike.
 pub fn run(phase: Phase, tarball: &Path, dir: &Path, drop: bool) -> Result<f64> {
-    if phase == Phase::ColdWalk && drop {
+    let starts_cold = drop && matches!(phase, Phase::ColdWalk | Phase::Extract);
+    if starts_cold {
         drop_caches()?;
     } else {
         rustix::fs::sync();
