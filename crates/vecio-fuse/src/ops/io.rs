@@ -1,8 +1,8 @@
 //! `READ` and `WRITE`: each request, whatever its size, is one vecio request submitted as one
 //! batch on the worker's engine (its own io_uring by default). Cached reads of buffered files
 //! are tried inline first with `RWF_NOWAIT` under the fast-read policy; only what would block
-//! goes to the engine. `/dev/fuse` workers write to buffered files with one `pwrite` on the
-//! serving thread (see [`write`]). Write payloads arrive page-aligned (see `crate::transport::worker`), so
+//! goes to the engine. Writes to buffered files are one `pwrite` on the serving thread (see
+//! [`write`]). Write payloads arrive page-aligned (see `crate::transport::worker`), so
 //! a direct backing file takes them without a copy. Buffers inside the thread's registered
 //! region (see `crate::transport::buffers`) go to the engine as registered buffers.
 
@@ -64,8 +64,8 @@ pub fn read(
 /// Serves a `WRITE` of `payload` to node `node`, described by `arg`. Under `FUSE_HANDLE_KILLPRIV_V2` the
 /// kernel marks a write by a caller without `CAP_FSETID` with `FUSE_WRITE_KILL_SUIDGID`; the
 /// server, which writes as root and would keep the bits, clears them as the kernel does.
-/// The payload is a registered buffer when it lies in `region`. With `inline`, a write to a
-/// buffered file is one `pwrite` on this thread instead.
+/// The payload is a registered buffer when it lies in `region`. A write to a buffered file
+/// is one `pwrite` on this thread instead.
 pub fn write(
     fs: &Fs,
     node: u64,
@@ -73,7 +73,6 @@ pub fn write(
     region: Option<&Region>,
     arg: WriteIn,
     payload: &[u8],
-    inline: bool,
 ) -> OpResult<WriteOut> {
     let handle = fs.handles.file(arg.fh)?;
     let file = &handle.as_file()?.file;
@@ -83,14 +82,13 @@ pub fn write(
     if payload.is_empty() {
         return Ok(WriteOut::default());
     }
-    if inline && !file.is_direct() {
+    if !file.is_direct() {
         // A buffered write is a copy into the page cache: one pwrite here. On a file system
         // that refuses non-blocking buffered writes (ext4: RWF_NOWAIT writes are EOPNOTSUPP)
-        // the engine's io_uring hands each to a kernel worker thread, after registering the
-        // file. On a /dev/fuse worker the pwrite is faster (tar -x of 10,000 files, same
-        // rounds: 4.58 s against 5.25 s, 248 against 287 µs of server CPU a file); on an
-        // io_uring queue, pinned to the caller's CPU, the kernel worker on the other CPU
-        // was faster (2.62-2.88 s against 2.95-3.02 s), so the rings keep the engine.
+        // the engine's io_uring would hand each to a kernel worker thread, two more context
+        // switches a write. tar -x of 10,000 files through io_uring queues, `vecio bench tree
+        // --baseline` (2026-11-27, 5 rounds, spread 2-4%): 0.97 s against 1.77 s, 62 against
+        // 107 µs of server CPU a file; on /dev/fuse workers 4.58 s against 5.25 s.
         let n = file.write_at(payload, arg.offset).map_err(Errno::from)?;
         return Ok(WriteOut {
             size: n as u32,

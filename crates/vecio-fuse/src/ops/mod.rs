@@ -84,9 +84,6 @@ pub struct Ctx<'a> {
     pub stats: &'a WorkerStats,
     /// Where a reply that comes later is sent; `None` where the transport cannot.
     pub later: Option<&'a Arc<dyn LateReply>>,
-    /// Write to buffered files with one `pwrite` on this thread rather than through `engine`
-    /// (see `io::write`: measured faster on `/dev/fuse` workers, slower on io_uring queues).
-    pub inline_buffered_writes: bool,
 }
 
 impl Ctx<'_> {
@@ -200,8 +197,7 @@ fn serve(
             };
             let aligned = data.as_ptr() as usize % vecio::PAGE_SIZE == 0;
             let fixed = ctx.engine.counters().fixed_buffer_ops;
-            let inline = ctx.inline_buffered_writes;
-            let w = io::write(fs, node, ctx.engine, ctx.region, arg, data, inline)?;
+            let w = io::write(fs, node, ctx.engine, ctx.region, arg, data)?;
             ctx.stats.note_write(w.size as usize, aligned);
             ctx.note_fixed_since(fixed);
             Ok(Answer::Written(w))

@@ -227,7 +227,6 @@ impl RingQueue {
             region: region.as_ref(),
             stats,
             later: None,
-            inline_buffered_writes: false,
         };
         let op_in = &ent.header.op_in[..];
         let result = match Opcode::from_raw(h.opcode) {

@@ -122,7 +122,6 @@ impl Worker {
             region: region.as_ref(),
             stats,
             later: Some(later),
-            inline_buffered_writes: true,
         };
         let incoming = Incoming {
             header: h,
