@@ -92,15 +92,32 @@ pub fn drop_caches() -> Result<()> {
         .context("cannot drop the caches (/proc/sys/vm/drop_caches)")
 }
 
+/// What the walk learns of an entry from its `lstat`.
+struct Entry {
+    is_dir: bool,
+    is_file: bool,
+    len: u64,
+}
+
 /// Calls `each` on every entry under `dir` with its `lstat`, directories before what they hold.
-fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &std::fs::Metadata) -> Result<()>) -> Result<()> {
+/// The `lstat` is `newfstatat`, as `find` and `du` call it: std's `symlink_metadata` calls
+/// `statx` for every field, birth time included, which `READDIRPLUS` entries do not carry, so
+/// FUSE would send a `STATX` for each entry that neither tool asks for.
+fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &Entry) -> Result<()>) -> Result<()> {
+    use rustix::fs::FileType;
     let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).with_context(|| d.display().to_string())? {
             let p = e?.path();
-            let m = std::fs::symlink_metadata(&p).with_context(|| p.display().to_string())?;
-            each(&p, &m)?;
-            if m.is_dir() {
+            let st = rustix::fs::lstat(&p).with_context(|| p.display().to_string())?;
+            let kind = FileType::from_raw_mode(st.st_mode);
+            let entry = Entry {
+                is_dir: kind == FileType::Directory,
+                is_file: kind == FileType::RegularFile,
+                len: st.st_size as u64,
+            };
+            each(&p, &entry)?;
+            if entry.is_dir {
                 stack.push(p);
             }
         }
@@ -109,8 +126,8 @@ fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &std::fs::Metadata) -> Result<()
 }
 
 /// Reads the regular file `p` to its end (as `cat` would); anything else is skipped.
-fn read_file(p: &Path, m: &std::fs::Metadata, buf: &mut [u8]) -> Result<()> {
-    if !m.is_file() {
+fn read_file(p: &Path, m: &Entry, buf: &mut [u8]) -> Result<()> {
+    if !m.is_file {
         return Ok(());
     }
     let mut f = std::fs::File::open(p).with_context(|| p.display().to_string())?;
@@ -121,8 +138,8 @@ fn read_file(p: &Path, m: &std::fs::Metadata, buf: &mut [u8]) -> Result<()> {
             n => got += n as u64,
         }
     }
-    if got != m.len() {
-        bail!("{}: read {got} bytes of {}", p.display(), m.len());
+    if got != m.len {
+        bail!("{}: read {got} bytes of {}", p.display(), m.len);
     }
     Ok(())
 }
