@@ -3,6 +3,7 @@
 //! `O_DIRECT` and buffered (docs/results.md, "fuse").
 
 mod goals;
+pub mod hp;
 pub mod subjects;
 mod view;
 pub mod workload;
@@ -36,8 +37,9 @@ pub struct FuseOptions {
     /// Do not build and measure the libfuse passthrough examples.
     #[arg(long)]
     pub no_libfuse: bool,
-    /// Also measure this `passthrough_hp` binary (built from libfuse's sources; Debian's
-    /// libfuse has no such example), with and without its passthrough.
+    /// Also measure libfuse's `passthrough_hp` (Debian's libfuse has no such example), with
+    /// and without its passthrough: its binary, or a libfuse source tree, which the bench
+    /// builds with meson once.
     #[arg(long = "libfuse-hp", value_name = "PATH")]
     pub passthrough_hp: Option<PathBuf>,
     /// Skip the buffered table (FUSE_PASSTHROUGH against the plain path).
@@ -217,12 +219,16 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     );
     let dir = opts.common.scratch_parent()?;
     crate::harness::scratch::ensure_free(&dir, opts.size)?;
+    let hp_binary = match &opts.passthrough_hp {
+        Some(p) => Some(hp::passthrough_hp("--libfuse-hp", p)?),
+        None => None,
+    };
     let tmp = crate::harness::cleanup::ScratchDir::new_in("fuse", &dir)?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
     let file_name = "data";
     fill(&src.join(file_name), opts.size).context("preparing the data file")?;
-    let (libfuse_bins, libfuse) = libfuse_peers(opts);
+    let (libfuse_bins, libfuse) = libfuse_peers(opts, hp_binary);
     let subjects = subjects(&libfuse_bins, !opts.no_buffered);
     let plan = plan(&subjects, !opts.no_buffered);
     let file = |_| file_name.to_string();
@@ -252,6 +258,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
 /// without passthrough).
 fn libfuse_peers(
     opts: &FuseOptions,
+    passthrough_hp: Option<PathBuf>,
 ) -> (Vec<(String, PathBuf)>, std::result::Result<String, String>) {
     let cache = std::env::temp_dir().join(format!(
         "vecio-libfuse-examples-{}",
@@ -265,9 +272,9 @@ fn libfuse_peers(
     } else {
         (Vec::new(), Err("not asked for (--no-libfuse)".into()))
     };
-    if let Some(hp) = &opts.passthrough_hp {
+    if let Some(hp) = passthrough_hp {
         libfuse_bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
-        libfuse_bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp.clone()));
+        libfuse_bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp));
     }
     (libfuse_bins, libfuse)
 }

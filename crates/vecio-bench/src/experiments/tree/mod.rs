@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiment::options::{parse_count, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed, Target};
+use crate::experiments::fuse::hp;
 use crate::experiments::fuse::subjects::{self, Mounted, Subject};
 use crate::experiments::fuse::{NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH};
 use crate::harness::cleanup::{remove_tree, ScratchDir};
@@ -35,8 +36,8 @@ pub struct TreeOptions {
     /// Extract this tarball instead of the generated tree (anything `tar -x` reads).
     #[arg(long, value_name = "FILE")]
     pub tree: Option<PathBuf>,
-    /// Also measure this `passthrough_hp` binary (built from libfuse's sources), with its
-    /// defaults.
+    /// Also measure libfuse's `passthrough_hp` with its defaults: its binary, or a libfuse
+    /// source tree, which the bench builds with meson once.
     #[arg(long = "libfuse-hp", value_name = "PATH")]
     pub passthrough_hp: Option<PathBuf>,
     /// Also measure `vecio fuse` of this other `vecio` binary with its default options (an
@@ -178,30 +179,19 @@ fn subjects(hp: bool) -> Vec<Subject> {
     v
 }
 
-/// An error naming `flag` unless `path` is a file that may be executed: said before the
-/// tree is generated, not after the first rounds.
-fn runnable(flag: &str, path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).with_context(|| format!("{flag} {}", path.display()))?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        anyhow::bail!("{flag} {}: not an executable file", path.display());
-    }
-    Ok(())
-}
-
 /// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
 pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(why) = crate::experiments::fuse::cannot_run() {
         anyhow::bail!("the tree experiment cannot run: {why}");
     }
-    for (flag, path) in [
-        ("--baseline", &opts.baseline),
-        ("--libfuse-hp", &opts.passthrough_hp),
-    ] {
-        if let Some(path) = path {
-            runnable(flag, path)?;
-        }
+    // Said before the tree is generated, not after the first rounds.
+    if let Some(b) = &opts.baseline {
+        hp::runnable("--baseline", b)?;
     }
+    let hp_binary = match &opts.passthrough_hp {
+        Some(p) => Some(hp::passthrough_hp("--libfuse-hp", p)?),
+        None => None,
+    };
     let tmp = ScratchDir::new_in("tree", &opts.common.scratch_parent()?)?;
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
     let src = tmp.path().join("src");
@@ -210,8 +200,7 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(b) = &opts.baseline {
         subjects.push(Subject::vecio_at(BASELINE, b, &[]));
     }
-    let hp: Vec<(String, PathBuf)> = opts
-        .passthrough_hp
+    let hp: Vec<(String, PathBuf)> = hp_binary
         .iter()
         .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p.clone()))
         .collect();
