@@ -7,6 +7,7 @@
 mod fuse_server;
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 use fuse_server::FuseServer;
@@ -134,7 +135,8 @@ fn engine_serial() {
 }
 
 /// `kill -USR1` makes the server say what it holds: an open file is a handle, an open
-/// `vecio::File` and a ring slot once written through the engine; closed and removed, none.
+/// `vecio::File` and a ring slot once written through the engine (an `O_DIRECT` write: a
+/// buffered one is a `pwrite` on the serving thread); closed and removed, none.
 #[test]
 fn the_server_says_what_it_holds() {
     if let Some(why) = FuseServer::skip_reason() {
@@ -148,8 +150,13 @@ fn the_server_says_what_it_holds() {
     let mnt = server.mountpoint().to_path_buf();
     let idle = server.held();
     assert!(idle.contains("handles 0 files"), "{idle}");
-    let mut f = std::fs::File::create(mnt.join("f")).unwrap();
-    f.write_all(b"held").unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(mnt.join("f"))
+        .unwrap();
+    f.write_all(&[7u8; 4096]).unwrap();
     let open = server.held();
     assert!(
         open.contains("handles 1 files")
