@@ -111,8 +111,16 @@ pub struct Summary {
     pub stats: Arc<WorkerStats>,
 }
 
+/// True when this thread may register backing files with the kernel (`CAP_SYS_ADMIN` in its
+/// effective set), which `FUSE_PASSTHROUGH` needs.
+fn may_pass_through() -> bool {
+    rustix::thread::capabilities(None)
+        .is_ok_and(|c| c.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN))
+}
+
 impl Server {
-    /// Opens `source` and mounts it on `mountpoint`.
+    /// Opens `source` and mounts it on `mountpoint`. Passthrough (`FsConfig::passthrough`,
+    /// `passthrough_reads`) is not asked for without `CAP_SYS_ADMIN`.
     pub fn mount(source: &Path, mountpoint: &Path, mut cfg: Config) -> Result<Server> {
         if cfg.threads == 0 {
             return Err(Error::Option("--threads must be at least 1".into()));
@@ -122,6 +130,18 @@ impl Server {
         cfg.fs.direct_io |= cfg.mount.direct_io;
         cfg.fs.writeback_cache |= cfg.mount.writeback_cache;
         cfg.fs.noatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::NOATIME);
+        if (cfg.fs.passthrough || cfg.fs.passthrough_reads) && !may_pass_through() {
+            // FUSE_DEV_IOC_BACKING_OPEN wants CAP_SYS_ADMIN: without it every open would
+            // open a second descriptor and fail the registration before being served.
+            if cfg.fs.passthrough {
+                tracing::warn!(
+                    "passthrough needs CAP_SYS_ADMIN (FUSE_DEV_IOC_BACKING_OPEN); serving every read and write"
+                );
+            }
+            cfg.fs.passthrough = false;
+            cfg.fs.passthrough_reads = false;
+            cfg.fs.passthrough_direct = false;
+        }
         let fs = Fs::new(source, cfg.fs.clone())?;
         let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {
