@@ -51,3 +51,17 @@ pub fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> Option<Durat
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// `len` bytes of an xorshift sequence seeded by `seed`: the same for the same seed, so a test
+/// can write data and check it back (`seed` tells files apart).
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

@@ -245,18 +245,9 @@ pub fn as_nobody(args: &[&str]) -> Output {
         .expect("running setpriv")
 }
 
-/// A deterministic, position-dependent byte pattern (`seed` tells files apart).
-pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+// Not every test binary that includes this module writes patterns.
+#[allow(unused_imports)]
+pub use vecio_testkit::pattern;
 
 /// Runs a shell command line, panicking with its output unless it succeeds.
 pub fn sh(cmd: &str) -> Output {

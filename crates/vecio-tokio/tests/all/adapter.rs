@@ -38,7 +38,7 @@ fn many_tasks_on_one_file_match_std() {
     ] {
         let dir = tempdir();
         let path = dir.path().join("f");
-        let mut model = pattern(SIZE, 1);
+        let mut model = pattern(1, SIZE);
         std::fs::write(&path, &model).unwrap();
         let rt = runtime();
         type Done = Vec<(u64, Vec<u8>)>;
@@ -64,7 +64,7 @@ fn many_tasks_on_one_file_match_std() {
                         } else {
                             let len = 1 + rng.below(9000) as usize;
                             let off = region as u64 + rng.below((SIZE / 32 - len) as u64);
-                            let data = pattern(len, t * 100 + i);
+                            let data = pattern(t * 100 + i, len);
                             let (r, _) = file.write_all_at(data.clone(), off).await;
                             r.unwrap();
                             writes.push((off, data));
@@ -92,7 +92,7 @@ fn many_tasks_on_one_file_match_std() {
             "{direct:?} {kind:?}: the file differs from std's model"
         );
         // Reads raced with writes: bytes no write touched must be the original pattern.
-        let orig = pattern(SIZE, 1);
+        let orig = pattern(1, SIZE);
         let mut touched = vec![false; SIZE];
         for (off, data) in &writes {
             touched[*off as usize..*off as usize + data.len()].fill(true);
@@ -112,7 +112,7 @@ fn many_tasks_on_one_file_match_std() {
 fn a_future_dropped_mid_flight_leaves_the_driver_working() {
     let dir = tempdir();
     let path = dir.path().join("f");
-    std::fs::write(&path, pattern(SIZE, 2)).unwrap();
+    std::fs::write(&path, pattern(2, SIZE)).unwrap();
     runtime().block_on(async {
         let driver = Driver::uring().unwrap();
         let file = open(&driver, &path, Direct::On).await;
@@ -124,7 +124,7 @@ fn a_future_dropped_mid_flight_leaves_the_driver_working() {
         }
         let (r, buf) = file.read_at(vec![0u8; 4096], 8192).await;
         assert_eq!(r.unwrap(), 4096);
-        assert_eq!(buf, pattern(SIZE, 2)[8192..12288]);
+        assert_eq!(buf, pattern(2, SIZE)[8192..12288]);
     });
 }
 
@@ -132,13 +132,13 @@ fn a_future_dropped_mid_flight_leaves_the_driver_working() {
 fn end_of_file_and_a_write_only_file() {
     let dir = tempdir();
     let path = dir.path().join("f");
-    std::fs::write(&path, pattern(10_000, 3)).unwrap();
+    std::fs::write(&path, pattern(3, 10_000)).unwrap();
     runtime().block_on(async {
         let driver = Driver::uring().unwrap();
         let file = open(&driver, &path, Direct::On).await;
         let (r, buf) = file.read_at(vec![0u8; 5000], 9000).await;
         assert_eq!(r.unwrap(), 1000);
-        assert_eq!(&buf[..1000], &pattern(10_000, 3)[9000..]);
+        assert_eq!(&buf[..1000], &pattern(3, 10_000)[9000..]);
         let (r, _) = file.read_at(vec![0u8; 10], 20_000).await;
         assert_eq!(r.unwrap(), 0);
         let (r, _) = file.read_exact_at(vec![0u8; 5000], 9000).await;
@@ -158,7 +158,7 @@ fn end_of_file_and_a_write_only_file() {
 fn cached_reads_are_served_inline_not_by_the_engine() {
     let dir = tempdir();
     let path = dir.path().join("f");
-    std::fs::write(&path, pattern(1 << 20, 4)).unwrap();
+    std::fs::write(&path, pattern(4, 1 << 20)).unwrap();
     // Warm the page cache.
     let std_file = std::fs::File::open(&path).unwrap();
     let mut warm = vec![0u8; 1 << 20];

@@ -10,18 +10,7 @@ pub fn tempdir(prefix: &str) -> tempfile::TempDir {
         .unwrap()
 }
 
-/// `len` bytes of an xorshift sequence seeded by `seed`: the same for the same seed.
-pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+pub use vecio_testkit::pattern;
 
 /// A small deterministic generator for offsets and lengths.
 pub struct Rng(pub u64);

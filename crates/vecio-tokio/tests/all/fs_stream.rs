@@ -19,7 +19,7 @@ fn tempdir() -> tempfile::TempDir {
 async fn random_seeks_and_reads_match_std_buffered_and_direct() {
     let dir = tempdir();
     let path = dir.path().join("data");
-    let data = pattern(3 << 20, 1);
+    let data = pattern(1, 3 << 20);
     std::fs::write(&path, &data).unwrap();
     for direct in [Direct::Off, Direct::Auto] {
         let mut file = OpenOptions::new()
@@ -105,7 +105,7 @@ async fn writes_land_where_the_position_says_direct_or_not() {
         let mut rng = Rng(11);
         for i in 0..200 {
             let at = rng.below(1 << 20);
-            let chunk = pattern(1 + rng.below(70_000) as usize, i);
+            let chunk = pattern(i, 1 + rng.below(70_000) as usize);
             file.seek(SeekFrom::Start(at)).await.unwrap();
             file.write_all(&chunk).await.unwrap();
             let end = at as usize + chunk.len();
@@ -129,7 +129,7 @@ async fn writes_land_where_the_position_says_direct_or_not() {
 async fn cached_reads_are_served_on_the_task() {
     let dir = tempdir();
     let path = dir.path().join("warm");
-    std::fs::write(&path, pattern(1 << 20, 3)).unwrap();
+    std::fs::write(&path, pattern(3, 1 << 20)).unwrap();
     let _ = std::fs::read(&path).unwrap(); // in the page cache
     let mut file = File::open(&path).await.unwrap();
     let driver = file.positional().unwrap().driver().clone();
@@ -213,7 +213,7 @@ async fn a_failed_background_write_is_met_by_the_next_call() {
 async fn whole_file_calls_and_metadata() {
     let dir = tempdir();
     let path = dir.path().join("whole");
-    let data = pattern(5 << 20, 9);
+    let data = pattern(9, 5 << 20);
     fs::write(&path, &data).await.unwrap();
     assert_eq!(fs::read(&path).await.unwrap(), data);
     assert!(fs::read_to_string(&path).await.is_err(), "not UTF-8");
