@@ -32,6 +32,7 @@ mod options;
 mod params;
 mod queue;
 mod request;
+mod straight;
 
 pub use device::{delete, serve, stop, Device, CONTROL};
 pub use error::{Error, Result};

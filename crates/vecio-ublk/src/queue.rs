@@ -3,9 +3,10 @@
 //! submitted and waited on with one `io_uring_enter` per round.
 //!
 //! Each round: libublk submits what is queued and waits; every completion is either a new
-//! request (a tag whose descriptor is ready) or a backing-file op (handed to the vecio queue).
-//! New requests go to the vecio queue; finished ones are committed with their result and the
-//! tag's buffer address, which also fetches the tag's next request.
+//! request (a tag whose descriptor is ready) or a backing-file op. A read or write the file
+//! takes as it is goes straight to the ring on the tag's buffer ([`crate::straight`]); anything
+//! else goes to the vecio queue. Finished ones are committed with their result and the tag's
+//! buffer address, which also fetches the tag's next request.
 //!
 //! Buffers: each tag has an aligned buffer of the device's largest request, lent to the vecio
 //! queue while a data request is in flight. The first `FETCH_REQ` must carry libublk's own
@@ -24,6 +25,7 @@ use crate::backend::engine::{Inbox, TARGET};
 use crate::backend::{Backend, Done};
 use crate::error::{Error, Result};
 use crate::request::Request;
+use crate::straight::{Straight, STRAIGHT};
 
 /// User data of the queue's retry timer (beside libublk's target bit).
 const TIMER: u64 = 1 << 61;
@@ -34,6 +36,8 @@ static RETRY: io_uring::types::Timespec = io_uring::types::Timespec::new().nsec(
 pub(crate) struct Shared {
     /// The backing file.
     pub file: Arc<File>,
+    /// Its descriptor.
+    pub fd: i32,
     /// Its fixed-file slot in every queue ring (libublk registers `tgt.fds`).
     pub fixed_slot: Option<u32>,
 }
@@ -79,6 +83,9 @@ fn run(qid: u16, dev: &UblkDev, shared: &Shared) -> Result<()> {
 /// The queue thread's state between rounds.
 struct Server<'a> {
     backend: Backend,
+    straight: Straight,
+    /// Straight ops completed this round: tag and result.
+    straight_done: Vec<(u16, i32)>,
     /// Each tag's buffer, `None` before its first request and while a data request has lent
     /// it to the backend.
     bufs: Vec<Option<AlignedBuf>>,
@@ -99,6 +106,8 @@ impl<'a> Server<'a> {
         let size = dev.dev_info.max_io_buf_bytes as usize;
         Server {
             backend: Backend::new(shared.file.clone(), shared.fixed_slot),
+            straight: Straight::new(&shared.file, shared.fd, shared.fixed_slot, depth),
+            straight_done: Vec::with_capacity(depth),
             bufs: (0..depth).map(|_| None).collect(),
             buf_size: size,
             first: vec![true; depth],
@@ -109,10 +118,13 @@ impl<'a> Server<'a> {
         }
     }
 
-    /// One completion from the ring: a backing-file op, the retry timer, or a new request.
+    /// One completion from the ring: a straight op, a backing-file op, the retry timer, or a
+    /// new request.
     fn on_cqe(&mut self, user_data: u64, result: i32) {
         if user_data == TIMER | TARGET {
             self.timer_armed = false;
+        } else if user_data & (STRAIGHT | TARGET) == STRAIGHT | TARGET {
+            self.straight_done.push((user_data as u16, result));
         } else if user_data & TARGET != 0 {
             Inbox::post(user_data, result);
         } else if result == sys::UBLK_IO_RES_OK as i32 {
@@ -121,8 +133,19 @@ impl<'a> Server<'a> {
         // Anything else is UBLK_IO_RES_ABORT: the queue is stopping (libublk counts it).
     }
 
-    /// After a round: starts the new requests, commits the finished ones.
+    /// After a round: finishes the straight ops, starts the new requests, commits the finished
+    /// ones.
     fn serve(&mut self, q: &UblkQueue) {
+        for i in 0..self.straight_done.len() {
+            let (tag, result) = self.straight_done[i];
+            let Some(buf) = self.bufs[tag as usize].as_mut() else {
+                continue;
+            };
+            if let Some(result) = self.straight.finish(tag, result, buf) {
+                self.commit(q, tag, result);
+            }
+        }
+        self.straight_done.clear();
         for i in 0..self.incoming.len() {
             let tag = self.incoming[i];
             self.start(q, tag);
@@ -156,7 +179,20 @@ impl<'a> Server<'a> {
                 buf.copy_from_slice(&self.fetch_bufs[t][..len]);
             }
         }
-        if let Err(result) = self.backend.push(tag, req, &mut self.bufs[t]) {
+        let straight = match req {
+            Request::Read { offset, len } => Some((false, false, offset, len)),
+            Request::Write { offset, len, fua } => Some((true, fua, offset, len)),
+            _ => None,
+        };
+        let result = match straight {
+            Some((write, fua, offset, len))
+                if len as usize <= size && self.straight.takes(offset, len) =>
+            {
+                self.straight.start(tag, write, fua, offset, len, buf)
+            }
+            _ => self.backend.push(tag, req, &mut self.bufs[t]),
+        };
+        if let Err(result) = result {
             self.commit(q, tag, result);
         }
     }
