@@ -137,6 +137,9 @@ fn announce(dev: &Device) {
 }
 
 fn list(json: bool) -> Result<()> {
+    if !std::path::Path::new(vecio_ublk::CONTROL).exists() {
+        eprintln!("vecio: no ublk driver in this kernel (try `modprobe ublk_drv`): no devices");
+    }
     let devices = vecio_ublk::list().context("listing ublk devices")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&devices)?);

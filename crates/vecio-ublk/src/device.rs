@@ -147,7 +147,7 @@ fn init_target(dev: &mut UblkDev, fd: i32, geometry: &Geometry, target: serde_js
 
 /// Stops device `id` (`STOP_DEV`): its server's queues end and its `serve` returns.
 pub fn stop(id: u32) -> Result<()> {
-    let ctrl = UblkCtrl::new_simple(id as i32).map_err(control(id as i32, "opening"))?;
+    let ctrl = open_existing(id)?;
     // Opened for an existing device: dropping it leaves the device alone.
     ctrl.kill_dev().map_err(control(id as i32, "stopping"))?;
     Ok(())
@@ -155,7 +155,19 @@ pub fn stop(id: u32) -> Result<()> {
 
 /// Stops and deletes device `id` (`STOP_DEV`, `DEL_DEV`), served or orphaned.
 pub fn delete(id: u32) -> Result<()> {
-    let ctrl = UblkCtrl::new_simple(id as i32).map_err(control(id as i32, "opening"))?;
+    let ctrl = open_existing(id)?;
     ctrl.del_dev().map_err(control(id as i32, "deleting"))?;
     Ok(())
+}
+
+/// The control handle of device `id`, which exists: without a driver, or for a number no device
+/// has, the error says which (libublk would print its own hint and fail with "other failure").
+fn open_existing(id: u32) -> Result<UblkCtrl> {
+    if !Path::new(CONTROL).exists() {
+        return Err(Error::NoDriver);
+    }
+    if !Path::new(&format!("/sys/class/ublk-char/ublkc{id}")).exists() {
+        return Err(Error::NoDevice(id));
+    }
+    UblkCtrl::new_simple(id as i32).map_err(control(id as i32, "opening"))
 }

@@ -46,6 +46,9 @@ pub enum Error {
         #[source]
         source: libublk::UblkError,
     },
+    /// No ublk device has this number (`/sys/class/ublk-char/ublkcN` is missing).
+    #[error("no ublk device {0} (`vecio ublk list` shows the devices)")]
+    NoDevice(u32),
     /// Options out of range.
     #[error("invalid options: {0}")]
     Config(String),

@@ -50,6 +50,25 @@ fn without_the_driver_serving_fails_saying_so() {
     assert_eq!(err.lines().count(), 1, "one line per error: {err}");
 }
 
+/// `del N` and the stop of a device that is not there say why in one line: no driver, or no
+/// device of that number (libublk alone printed its own hint and "other failure").
+#[test]
+fn deleting_a_device_that_is_not_there_says_why() {
+    // A number no device has on any machine this runs on.
+    let out = vecio(&["ublk", "del", "4000"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let why = if Path::new("/dev/ublk-control").exists() {
+        "no ublk device 4000"
+    } else {
+        "no ublk driver"
+    };
+    assert!(err.contains(why), "{err}");
+    assert!(!err.contains("other failure"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line per error: {err}");
+    assert!(out.stdout.is_empty(), "nothing on stdout: {out:?}");
+}
+
 /// A missing backing file is what the user hears about, with or without a ublk driver.
 #[test]
 fn a_missing_file_is_named_first() {
