@@ -13,7 +13,6 @@ use crate::experiment::{Env, Experiment, Preset, Seed};
 pub mod http;
 pub mod io_uring_path;
 mod run;
-mod uring_path;
 mod view;
 pub use run::{run, Cell, FioCell, TokioReport};
 
