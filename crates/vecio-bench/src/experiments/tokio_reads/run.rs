@@ -60,7 +60,7 @@ pub struct FioCell {
 }
 
 /// What one measurement found: MiB/s, and the latencies in µs.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct Sample {
     pub(super) mib_s: f64,
     pub(super) p50_us: f64,
