@@ -113,25 +113,20 @@ impl View for LoopReport {
 
     /// Its figures: IOPS or MB/s per job and subject, and the TLS rows'.
     fn metrics(&self) -> Vec<Metric> {
-        let l = self;
-        let metric = |name: String, s| Metric::of(Loop::KEY, name, s, true);
-        let cells = l.cells.iter().map(|c| {
-            metric(
-                format!("{} / {} {}", c.job.name(), c.name, c.job.unit()),
-                c.figure(),
-            )
+        let metric = |job: Job, who: String, s| {
+            let name = format!("{} / {who} {}", job.name(), job.unit());
+            Metric::of(Loop::KEY, name, s, true)
+        };
+        let cells = self
+            .cells
+            .iter()
+            .map(|c| metric(c.job, c.name.clone(), c.figure()));
+        let tls = self.tls.cells.iter().map(|c| {
+            let who = format!("{} {}", c.name, tls::view::transport(c));
+            metric(c.job, who, c.figure())
         });
-        let tls = l.tls.cells.iter().map(|c| {
-            let how = if c.tls { "TLS" } else { "plain" };
-            metric(
-                format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit()),
-                c.figure(),
-            )
-        });
-        cells
-            .chain(tls)
-            .chain(l.lab.iter().flat_map(lab::view::metrics))
-            .collect()
+        let lab = self.lab.iter().flat_map(lab::view::metrics);
+        cells.chain(tls).chain(lab).collect()
     }
 }
 

@@ -111,21 +111,19 @@ pub(super) struct Files {
 
 /// Which file and offset request `i` of task `t` reads in `scenario`.
 fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
-    let blocks = |len: u64| (len / READ as u64).max(1);
+    let read = READ as u64;
+    let blocks = |len: u64| (len / read).max(1);
     let r = match scenario {
         "cached" => 0,
         "direct" => 80,
         _ => rng.gen_range(0..100),
     };
     if r < 73 {
-        (
-            false,
-            rng.gen_range(0..blocks(f.medium.len())) * READ as u64,
-        )
+        (false, rng.gen_range(0..blocks(f.medium.len())) * read)
     } else if r < 91 {
-        (true, rng.gen_range(0..blocks(f.large.len())) * READ as u64)
+        (true, rng.gen_range(0..blocks(f.large.len())) * read)
     } else {
-        *seq = (*seq + READ as u64) % (blocks(f.large.len()) * READ as u64);
+        *seq = (*seq + read) % (blocks(f.large.len()) * read);
         (true, *seq)
     }
 }
@@ -362,13 +360,9 @@ fn pct(lat: &[u64], p: f64) -> f64 {
 
 /// A cell from its repetitions: MiB/s of each in order, latencies of the median one.
 fn cell(scenario: &str, path: &str, runs: &[Sample], note: Option<String>) -> Cell {
-    let mut by_bw: Vec<&Sample> = runs.iter().collect();
+    let mut by_bw = runs.to_vec();
     by_bw.sort_by(|a, b| a.mib_s.total_cmp(&b.mib_s));
-    let mid = by_bw
-        .get(by_bw.len() / 2)
-        .copied()
-        .copied()
-        .unwrap_or_default();
+    let mid = by_bw.get(by_bw.len() / 2).copied().unwrap_or_default();
     Cell {
         scenario: scenario.to_string(),
         path: path.to_string(),
@@ -381,23 +375,19 @@ fn cell(scenario: &str, path: &str, runs: &[Sample], note: Option<String>) -> Ce
     }
 }
 
-/// fio's io_uring engine: random 16 KiB reads of the large file, O_DIRECT, `tasks` in flight.
-fn fio_job(large: &ScratchFile, opts: &TokioOptions) -> FioJob {
-    let mut job = FioJob::new(large.path(), FioRw::RandRead, READ as u64, large.len());
-    job.runtime_s = opts.common.runtime.as_secs_f64();
-    job.ioengine = FioEngine::IoUring;
-    job.iodepth = opts.tasks as u32;
-    job.direct = true;
-    job
-}
-
-/// One fio run on the O_DIRECT file, its MiB/s added to `fio`; after a failure, none.
+/// One run of fio's io_uring engine on the O_DIRECT file (random 16 KiB reads, `tasks` in
+/// flight), its MiB/s added to `fio`; after a failure, none.
 fn fio_once(fio: &mut FioCell, large: &ScratchFile, opts: &TokioOptions) -> Result<()> {
     if fio.error.is_some() {
         return Ok(());
     }
     pagecache::evict(large.path())?;
-    match fio_job(large, opts).run() {
+    let mut job = FioJob::new(large.path(), FioRw::RandRead, READ as u64, large.len());
+    job.runtime_s = opts.common.runtime.as_secs_f64();
+    job.ioengine = FioEngine::IoUring;
+    job.iodepth = opts.tasks as u32;
+    job.direct = true;
+    match job.run() {
         Ok(r) => fio.mib_s.push(r.read_mb_s * 1e6 / (1 << 20) as f64),
         Err(e) => fio.error = Some(format!("{e:#}")),
     }
@@ -463,11 +453,10 @@ pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
             cells.push(cell(scenario, path, &runs[i], notes[i].take()));
         }
     }
-    let http = if opts.http.http {
-        Some(super::http::run(&opts.http, &opts.common, env)?)
-    } else {
-        None
-    };
+    let http = opts
+        .http
+        .http
+        .then(|| super::http::run(&opts.http, &opts.common, env));
     Ok(TokioReport {
         meta: Some(RunMeta::collect(files.large.path())),
         medium: opts.medium,
@@ -478,6 +467,6 @@ pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
         current_thread: opts.current_thread,
         cells,
         fio,
-        http,
+        http: http.transpose()?,
     })
 }
