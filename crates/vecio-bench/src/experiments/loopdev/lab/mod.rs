@@ -220,9 +220,9 @@ pub fn estimate(o: &LoopOptions) -> Duration {
 }
 
 /// What the lab needs, checked before anything is measured: the checkout with `scripts/lab`
-/// and qemu.
-pub fn prepare() -> Result<Checkout> {
-    let checkout = Checkout::find()?;
+/// (its top directory returned) and qemu.
+pub fn prepare() -> Result<PathBuf> {
+    let checkout = find_checkout()?;
     qemu()?;
     Ok(checkout)
 }
@@ -230,14 +230,15 @@ pub fn prepare() -> Result<Checkout> {
 /// Runs the lab rows: rublk built if it is not yet (left out with the reason if it does not
 /// build), the guest script written with this run's sizes, `scripts/lab` run, its JSON lines
 /// read back.
-pub fn run(checkout: &Checkout, o: &LoopOptions) -> Result<LabReport> {
+pub fn run(checkout: &Path, o: &LoopOptions) -> Result<LabReport> {
     let rublk = rublk();
     let size_mib = o.size.min(MAX_SIZE) >> 20;
-    let out = checkout.root.join("target/lab/bench-loop");
+    let out = checkout.join("target/lab/bench-loop");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let script = out.join("loop-lab.sh");
-    let body = std::fs::read_to_string(&checkout.script)
-        .with_context(|| format!("reading {}", checkout.script.display()))?;
+    let guest = checkout.join(SCRIPT);
+    let body =
+        std::fs::read_to_string(&guest).with_context(|| format!("reading {}", guest.display()))?;
     let header = format!(
         "LOOP_RUNTIME={}\nLOOP_SIZE_MB={size_mib}\nLOOP_REPEAT={}\nLOOP_DEPTH={DEPTH}\n",
         o.common.runtime.as_secs_f64(),
@@ -246,16 +247,10 @@ pub fn run(checkout: &Checkout, o: &LoopOptions) -> Result<LabReport> {
     std::fs::write(&script, header + &body)
         .with_context(|| format!("writing {}", script.display()))?;
     let timeout = 600 + estimate(o).as_secs();
-    let mut cmd = Command::new(checkout.root.join("scripts/lab"));
-    cmd.args([
-        "--kernel",
-        KERNEL,
-        "--timeout",
-        &timeout.to_string(),
-        "--out",
-    ])
-    .arg(&out)
-    .arg(&script);
+    let mut cmd = Command::new(checkout.join("scripts/lab"));
+    let timeout_s = timeout.to_string();
+    cmd.args(["--kernel", KERNEL, "--timeout", &timeout_s, "--out"]);
+    cmd.arg(&out).arg(&script);
     if let Ok(path) = &rublk {
         cmd.env("VECIO_LAB_TOOLS", path);
     }
@@ -294,8 +289,9 @@ pub fn run(checkout: &Checkout, o: &LoopOptions) -> Result<LabReport> {
     }
     if let Err(why) = rublk {
         r.skipped.retain(|s| s.device != Device::RublkLoop);
+        let device = Device::RublkLoop;
         r.skipped.push(LabSkip {
-            device: Device::RublkLoop,
+            device,
             reason: why,
         });
     }
@@ -315,52 +311,37 @@ pub const RUBLK_VERSION: &str = "0.2.15";
 /// The guest script, relative to the checkout.
 const SCRIPT: &str = "scripts/lab.d/bench/loop.sh";
 
-/// A vecio source checkout with the lab in it.
-#[derive(Debug, Clone)]
-pub struct Checkout {
-    /// Its top directory.
-    pub root: PathBuf,
-    /// The guest script of the loop rows.
-    pub script: PathBuf,
+/// Whether `dir` is a vecio source checkout with the lab in it.
+fn has_lab(dir: &Path) -> bool {
+    dir.join("scripts/lab").is_file() && dir.join(SCRIPT).is_file()
 }
 
-impl Checkout {
-    /// The checkout named by `VECIO_CHECKOUT`, else the first directory above this program or
-    /// the current directory that has `scripts/lab` and the guest script.
-    pub fn find() -> Result<Checkout> {
-        if let Some(dir) = std::env::var_os(CHECKOUT_ENV) {
-            let root = PathBuf::from(dir);
-            return Checkout::at(&root).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{CHECKOUT_ENV}={}: no scripts/lab and {SCRIPT} there (it must name a vecio \
-                     source checkout)",
-                    root.display()
-                )
-            });
-        }
-        let exe = std::env::current_exe().ok();
-        let cwd = std::env::current_dir().ok();
-        let found = [exe.as_deref(), cwd.as_deref()]
-            .into_iter()
-            .flatten()
-            .flat_map(Path::ancestors)
-            .find_map(Checkout::at);
-        found.ok_or_else(|| {
-            anyhow::anyhow!(
-                "--lab needs the vecio source checkout (scripts/lab and {SCRIPT}): none above \
-                 this program or the current directory; run it from the checkout or set \
-                 {CHECKOUT_ENV}=DIR"
-            )
-        })
+/// The checkout named by `VECIO_CHECKOUT`, else the first directory above this program or the
+/// current directory that has `scripts/lab` and the guest script.
+fn find_checkout() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(CHECKOUT_ENV) {
+        let root = PathBuf::from(dir);
+        anyhow::ensure!(
+            has_lab(&root),
+            "{CHECKOUT_ENV}={}: no scripts/lab and {SCRIPT} there (it must name a vecio source \
+             checkout)",
+            root.display()
+        );
+        return Ok(root);
     }
-
-    fn at(dir: &Path) -> Option<Checkout> {
-        let script = dir.join(SCRIPT);
-        (dir.join("scripts/lab").is_file() && script.is_file()).then(|| Checkout {
-            root: dir.to_path_buf(),
-            script,
-        })
-    }
+    let exe = std::env::current_exe().ok();
+    let cwd = std::env::current_dir().ok();
+    let found = [exe.as_deref(), cwd.as_deref()]
+        .into_iter()
+        .flatten()
+        .flat_map(Path::ancestors)
+        .find(|d| has_lab(d));
+    found.map(Path::to_path_buf).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--lab needs the vecio source checkout (scripts/lab and {SCRIPT}): none above this \
+             program or the current directory; run it from the checkout or set {CHECKOUT_ENV}=DIR"
+        )
+    })
 }
 
 /// Fails naming qemu when `qemu-system-x86_64` cannot run here.
@@ -424,12 +405,8 @@ fn rublk() -> Result<PathBuf, String> {
             Ok(o) if o.status.success() && bin.is_file() => return Ok(bin),
             Ok(o) => {
                 let err = String::from_utf8_lossy(&o.stderr);
-                let last = err
-                    .lines()
-                    .rev()
-                    .find(|l| l.contains("error"))
-                    .unwrap_or("");
-                errors.push(format!("{}: {}", o.status, last.trim()));
+                let last = err.lines().rev().find(|l| l.contains("error"));
+                errors.push(format!("{}: {}", o.status, last.unwrap_or("").trim()));
             }
             Err(e) => errors.push(e.to_string()),
         }
