@@ -407,23 +407,20 @@ impl Lab<'_> {
         size: u64,
         opts: &LoopOptions,
     ) -> Result<Vec<Cell>> {
-        let mut subjects: Vec<Subject> = servers.iter().map(|s| s.subject).collect();
-        subjects.push(Subject::FioDirect);
+        let mut subjects: Vec<(Subject, Option<Usage>)> =
+            servers.iter().map(|s| (s.subject, Some(s.idle))).collect();
+        subjects.push((Subject::FioDirect, None));
         let steps = opts.common.repeat as usize * subjects.len() * Job::ALL.len();
         let phase = Phase::timed("bench loop", opts.common.runtime * steps as u32);
         // Cells in table order: job by job, each subject.
-        let keys: Vec<(Job, Subject)> = Job::ALL
+        let keys: Vec<(Job, Subject, Option<Usage>)> = Job::ALL
             .iter()
-            .flat_map(|&j| subjects.iter().map(move |&s| (j, s)))
+            .flat_map(|&j| subjects.iter().map(move |&(s, idle)| (j, s, idle)))
             .collect();
         let mut samples = vec![Vec::new(); keys.len()];
         let mut curves = vec![Vec::new(); keys.len()];
         for _ in 0..opts.common.repeat {
-            for (i, &(job, subject)) in keys.iter().enumerate() {
-                let idle = servers
-                    .iter()
-                    .find(|s| s.subject == subject)
-                    .map(|s| s.idle);
+            for (i, &(job, subject, idle)) in keys.iter().enumerate() {
                 let (s, curve) = self
                     .measure(subject, job, size, opts.common.runtime, idle)
                     .with_context(|| format!("{} through {}", job.name(), subject.name()))?;
@@ -433,7 +430,7 @@ impl Lab<'_> {
         }
         phase.finish();
         let cells = keys.into_iter().zip(samples).zip(curves);
-        let cells = cells.map(|(((job, subject), s), cache_curve)| Cell {
+        let cells = cells.map(|(((job, subject, _), s), cache_curve)| Cell {
             subject,
             name: subject.name().to_string(),
             job,
@@ -583,11 +580,8 @@ impl Subject {
                 let direct = self == Subject::VecioDirect;
                 let mut c = Command::new(vecio);
                 c.arg("nbd").arg("-U").arg(socket);
-                c.arg(if direct {
-                    "--cache=none"
-                } else {
-                    "--cache=writeback"
-                });
+                let cache = if direct { "none" } else { "writeback" };
+                c.arg(format!("--cache={cache}"));
                 c.arg("--aio=uring");
                 c
             }

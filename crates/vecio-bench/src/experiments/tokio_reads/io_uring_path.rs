@@ -54,11 +54,8 @@ fn target_dir(exe: &Path) -> PathBuf {
 pub fn helper(exe: &Path) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(HELPER_ENV) {
         let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("{HELPER_ENV}={}: no such file", p.display()))
-        };
+        let missing = format!("{HELPER_ENV}={}: no such file", p.display());
+        return if p.is_file() { Ok(p) } else { Err(missing) };
     }
     if !Path::new(MANIFEST).is_file() {
         return Err(format!(

@@ -348,11 +348,7 @@ pub(super) fn run(
 
 /// The client that reads for `job`.
 pub fn client_name(job: Job) -> &'static str {
-    if job.in_iops() {
-        "libnbd driver (python3)"
-    } else {
-        "nbdcopy"
-    }
+    job.pick("libnbd driver (python3)", "nbdcopy")
 }
 
 /// One measurement: evict the image, start the server (TLS required with `tls`), read with
