@@ -71,8 +71,6 @@ use crate::harness::stats::{median, paired_median, per, Summary};
 use vecio_host::pagecache;
 use vecio_host::peers::Peers;
 
-pub use view::{MAX_COST, WANT_VS_QEMU};
-
 /// Largest image the TLS rows read: the reference figures are of a 256 MiB image.
 pub const TLS_IMAGE: u64 = 256 << 20;
 
