@@ -49,10 +49,8 @@ impl View for LoopReport {
                 .iter()
                 .filter(|s| s.subject.peer_program().is_some());
             let versions: Vec<&str> = peers.map(|s| s.version.as_str()).collect();
-            extra.push((
-                "peer servers",
-                format!("{}: {}", l.peers, versions.join("; ")),
-            ));
+            let text = format!("{}: {}", l.peers, versions.join("; "));
+            extra.push(("peer servers", text));
         }
         // The host's qemu-nbd and nbdkit are named only when they are the ones measured.
         let tools: &[&str] = if l.peers.starts_with("chroot") {
@@ -66,11 +64,10 @@ impl View for LoopReport {
         s.tables.extend(l.lab.as_ref().and_then(lab::view::table));
         s.plots = plots(l);
         s.targets = targets(l);
-        let skipped = l
-            .skipped
-            .iter()
-            .map(|k| format!("skipped {}: {}", k.subject.name(), k.reason));
-        s.notes.extend(skipped);
+        for k in &l.skipped {
+            s.notes
+                .push(format!("skipped {}: {}", k.subject.name(), k.reason));
+        }
         s.notes.extend(l.lab.iter().flat_map(lab::view::notes));
     }
 
