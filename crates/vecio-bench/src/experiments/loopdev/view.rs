@@ -49,10 +49,8 @@ impl View for LoopReport {
                 .iter()
                 .filter(|s| s.subject.peer_program().is_some());
             let versions: Vec<&str> = peers.map(|s| s.version.as_str()).collect();
-            extra.push((
-                "peer servers",
-                format!("{}: {}", l.peers, versions.join("; ")),
-            ));
+            let text = format!("{}: {}", l.peers, versions.join("; "));
+            extra.push(("peer servers", text));
         }
         // The host's qemu-nbd and nbdkit are named only when they are the ones measured.
         let tools: &[&str] = if l.peers.starts_with("chroot") {
@@ -66,11 +64,10 @@ impl View for LoopReport {
         s.tables.extend(l.lab.as_ref().and_then(lab::view::table));
         s.plots = plots(l);
         s.targets = targets(l);
-        let skipped = l
-            .skipped
-            .iter()
-            .map(|k| format!("skipped {}: {}", k.subject.name(), k.reason));
-        s.notes.extend(skipped);
+        for k in &l.skipped {
+            s.notes
+                .push(format!("skipped {}: {}", k.subject.name(), k.reason));
+        }
         s.notes.extend(l.lab.iter().flat_map(lab::view::notes));
     }
 
@@ -113,25 +110,20 @@ impl View for LoopReport {
 
     /// Its figures: IOPS or MB/s per job and subject, and the TLS rows'.
     fn metrics(&self) -> Vec<Metric> {
-        let l = self;
-        let metric = |name: String, s| Metric::of(Loop::KEY, name, s, true);
-        let cells = l.cells.iter().map(|c| {
-            metric(
-                format!("{} / {} {}", c.job.name(), c.name, c.job.unit()),
-                c.figure(),
-            )
+        let metric = |job: Job, who: String, s| {
+            let name = format!("{} / {who} {}", job.name(), job.unit());
+            Metric::of(Loop::KEY, name, s, true)
+        };
+        let cells = self
+            .cells
+            .iter()
+            .map(|c| metric(c.job, c.name.clone(), c.figure()));
+        let tls = self.tls.cells.iter().map(|c| {
+            let who = format!("{} {}", c.name, tls::view::transport(c));
+            metric(c.job, who, c.figure())
         });
-        let tls = l.tls.cells.iter().map(|c| {
-            let how = if c.tls { "TLS" } else { "plain" };
-            metric(
-                format!("{} / {} {how} {}", c.job.name(), c.name, c.job.unit()),
-                c.figure(),
-            )
-        });
-        cells
-            .chain(tls)
-            .chain(l.lab.iter().flat_map(lab::view::metrics))
-            .collect()
+        let lab = self.lab.iter().flat_map(lab::view::metrics);
+        cells.chain(tls).chain(lab).collect()
     }
 }
 

@@ -28,11 +28,8 @@ const MANIFEST: &str = concat!(
 /// What the helper prints.
 #[derive(Deserialize)]
 struct Outcome {
-    mib_s: f64,
-    p50_us: f64,
-    p99_us: f64,
-    p999_us: f64,
-    mean_us: f64,
+    #[serde(flatten)]
+    sample: Sample,
     errors: u64,
     first_error: Option<String>,
     io_uring: bool,
@@ -57,11 +54,8 @@ fn target_dir(exe: &Path) -> PathBuf {
 pub fn helper(exe: &Path) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(HELPER_ENV) {
         let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("{HELPER_ENV}={}: no such file", p.display()))
-        };
+        let missing = format!("{HELPER_ENV}={}: no such file", p.display());
+        return if p.is_file() { Ok(p) } else { Err(missing) };
     }
     if !Path::new(MANIFEST).is_file() {
         return Err(format!(
@@ -78,16 +72,8 @@ pub fn helper(exe: &Path) -> Result<PathBuf, String> {
         target.display()
     );
     let out = Command::new("nice")
-        .args([
-            "-n",
-            "10",
-            "cargo",
-            "build",
-            "--release",
-            "--locked",
-            "--quiet",
-        ])
-        .arg("--manifest-path")
+        .args(["-n", "10", "cargo", "build", "--release"])
+        .args(["--locked", "--quiet", "--manifest-path"])
         .arg(MANIFEST)
         .arg("--target-dir")
         .arg(&target)
@@ -155,11 +141,5 @@ pub(super) fn measure(
         };
         return Err(format!("{} reads failed: {why}{hint}", o.errors));
     }
-    Ok(Sample {
-        mib_s: o.mib_s,
-        p50_us: o.p50_us,
-        p99_us: o.p99_us,
-        p999_us: o.p999_us,
-        mean_us: o.mean_us,
-    })
+    Ok(o.sample)
 }

@@ -13,7 +13,6 @@ use crate::experiment::{Env, Experiment, Preset, Seed};
 pub mod http;
 pub mod io_uring_path;
 mod run;
-mod uring_path;
 mod view;
 pub use run::{run, Cell, FioCell, TokioReport};
 
@@ -79,12 +78,8 @@ impl Experiment for Tokio {
     fn estimate(o: &TokioOptions) -> Duration {
         let cells = (13 * o.common.repeat) as f64 * (o.common.runtime.as_secs_f64() + 0.3);
         let fill = (o.medium + o.large) as f64 / 400e6;
-        let http = if o.http.http {
-            http::estimate(&o.http, &o.common)
-        } else {
-            Duration::ZERO
-        };
-        Duration::from_secs_f64(cells + fill) + http
+        let http = o.http.http.then(|| http::estimate(&o.http, &o.common));
+        Duration::from_secs_f64(cells + fill) + http.unwrap_or_default()
     }
 
     fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {

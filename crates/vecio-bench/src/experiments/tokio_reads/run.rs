@@ -1,7 +1,10 @@
 //! Measuring the cells: `tasks` tokio tasks each reading 16 KiB at a time for `runtime`, per
-//! file and path, repetition after repetition; fio beside the O_DIRECT file.
+//! file and path, repetition after repetition; fio beside the O_DIRECT file. tokio-uring's
+//! tasks run on its own single-threaded runtime over one ring.
 
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -9,6 +12,9 @@ use anyhow::{Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+use tokio_uring::buf::{IoBuf, IoBufMut};
 use vecio::{AlignedBuf, Direct, EngineKind};
 
 use super::{io_uring_path, TokioOptions, READ};
@@ -53,18 +59,13 @@ pub struct FioCell {
     pub error: Option<String>,
 }
 
-/// What one measurement found.
-#[derive(Debug, Clone, Copy, Default)]
+/// What one measurement found: MiB/s, and the latencies in µs.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct Sample {
-    /// MiB/s.
     pub(super) mib_s: f64,
-    /// Median latency (µs).
     pub(super) p50_us: f64,
-    /// 99th percentile (µs).
     pub(super) p99_us: f64,
-    /// 99.9th percentile (µs).
     pub(super) p999_us: f64,
-    /// Mean latency (µs).
     pub(super) mean_us: f64,
 }
 
@@ -110,31 +111,32 @@ pub(super) struct Files {
 
 /// Which file and offset request `i` of task `t` reads in `scenario`.
 fn pick(scenario: &str, rng: &mut SmallRng, seq: &mut u64, f: &Files) -> (bool, u64) {
-    let blocks = |len: u64| (len / READ as u64).max(1);
+    let read = READ as u64;
+    let blocks = |len: u64| (len / read).max(1);
     let r = match scenario {
         "cached" => 0,
         "direct" => 80,
         _ => rng.gen_range(0..100),
     };
     if r < 73 {
-        (
-            false,
-            rng.gen_range(0..blocks(f.medium.len())) * READ as u64,
-        )
+        (false, rng.gen_range(0..blocks(f.medium.len())) * read)
     } else if r < 91 {
-        (true, rng.gen_range(0..blocks(f.large.len())) * READ as u64)
+        (true, rng.gen_range(0..blocks(f.large.len())) * read)
     } else {
-        *seq = (*seq + READ as u64) % (blocks(f.large.len()) * READ as u64);
+        *seq = (*seq + read) % (blocks(f.large.len()) * read);
         (true, *seq)
     }
 }
 
 /// Latencies (ns) and bytes of one task.
-pub(super) type TaskOut = (Vec<u64>, u64);
+type TaskOut = (Vec<u64>, u64);
+
+/// The tasks' outcomes and the run's files, handed back.
+type Outs = Result<(Vec<TaskOut>, Files)>;
 
 /// One task's reads: each picked as `scenario` says (`large` file or not, and the offset),
 /// timed around `read(large, offset, buf)`, which hands the buffer back (`None` ends the task).
-pub(super) async fn read_loop<B, R, F>(
+async fn read_loop<B, R, F>(
     scenario: &'static str,
     files: &Files,
     seed: u64,
@@ -162,115 +164,164 @@ where
     (lat, bytes)
 }
 
-async fn task_tokio_fs(
-    scenario: &'static str,
-    files: Arc<(Files, std::fs::File, std::fs::File)>,
-    seed: u64,
-    until: Instant,
-) -> TaskOut {
-    let buf = AlignedBuf::page_aligned(READ);
-    let read = |large: bool, off: u64, mut buf: AlignedBuf| {
-        let f = files.clone();
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let file = if large { &f.2 } else { &f.1 };
-                (file.read_at(&mut buf, off), buf)
-            })
-            .await
-            .ok()
-        }
-    };
-    read_loop(scenario, &files.0, seed, until, buf, read).await
-}
-
-async fn task_vecio(
-    scenario: &'static str,
-    files: Arc<(Files, vecio_tokio::File, vecio_tokio::File)>,
-    seed: u64,
-    until: Instant,
-) -> TaskOut {
-    let shared = &*files;
-    let read = |large: bool, off: u64, buf: AlignedBuf| async move {
-        let file = if large { &shared.2 } else { &shared.1 };
-        Some(file.read_at(buf, off).await)
-    };
-    read_loop(
-        scenario,
-        &files.0,
-        seed,
-        until,
-        AlignedBuf::page_aligned(READ),
-        read,
-    )
-    .await
-}
-
-/// Opens the large file: O_DIRECT for `direct` and the mix's large reads (as the seed).
-fn std_open(path: &std::path::Path, direct: bool) -> Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
-    }
-    Ok(o.open(path)?)
-}
-
-/// The tokio::fs-style path: every read through `spawn_blocking`.
-fn measure_tokio_fs(
-    rt: &tokio::runtime::Runtime,
-    scenario: &'static str,
-    files: Files,
-    opts: &TokioOptions,
-    until: Instant,
-) -> Result<(Vec<TaskOut>, Files)> {
-    let m = std_open(files.medium.path(), false)?;
-    let l = std_open(files.large.path(), true)?;
-    let shared = Arc::new((files, m, l));
-    let outs = rt.block_on(run_tasks(opts.tasks, |s| {
-        task_tokio_fs(scenario, shared.clone(), s, until)
-    }));
-    Ok((outs, unshare(shared)?))
-}
-
-/// Spawns `tasks` tasks (seeds 1, 2, ...) and collects what each returned (a task that
-/// panicked counts as one that read nothing).
-async fn run_tasks<F, Fut>(tasks: usize, mut task: F) -> Vec<TaskOut>
-where
-    F: FnMut(u64) -> Fut,
-    Fut: std::future::Future<Output = TaskOut> + Send + 'static,
-{
-    let hs: Vec<_> = (1..=tasks as u64).map(|s| tokio::spawn(task(s))).collect();
+/// What each task returned (a task that panicked counts as one that read nothing).
+async fn join(handles: Vec<JoinHandle<TaskOut>>) -> Vec<TaskOut> {
     let mut outs = Vec::new();
-    for h in hs {
+    for h in handles {
         outs.push(h.await.unwrap_or_default());
     }
     outs
 }
 
-/// The files back from the tasks, which have all ended.
-fn unshare<A, B>(shared: Arc<(Files, A, B)>) -> Result<Files> {
-    Ok(Arc::try_unwrap(shared)
+/// Opens the large file: O_DIRECT for `direct` and the mix's large reads (as the seed).
+fn std_open(path: &Path, direct: bool) -> Result<std::fs::File> {
+    let flags = if direct { libc::O_DIRECT } else { 0 };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)?;
+    Ok(file)
+}
+
+/// The tokio::fs-style path: every read through `spawn_blocking`, tasks seeded 1, 2, ...
+fn tokio_fs(rt: &Runtime, scenario: &'static str, files: Files, o: &TokioOptions) -> Outs {
+    let until = Instant::now() + o.common.runtime;
+    let m = std_open(files.medium.path(), false)?;
+    let l = std_open(files.large.path(), true)?;
+    let shared = Arc::new((files, m, l));
+    let _in_rt = rt.enter();
+    let task = |seed| {
+        let f = shared.clone();
+        let read = move |large: bool, off: u64, mut buf: AlignedBuf| {
+            let f = f.clone();
+            let read = move || {
+                (
+                    (if large { &f.2 } else { &f.1 }).read_at(&mut buf, off),
+                    buf,
+                )
+            };
+            async move { tokio::task::spawn_blocking(read).await.ok() }
+        };
+        let buf = AlignedBuf::page_aligned(READ);
+        let f = shared.clone();
+        tokio::spawn(async move { read_loop(scenario, &f.0, seed, until, buf, read).await })
+    };
+    let outs = rt.block_on(join((1..=o.tasks as u64).map(task).collect()));
+    let files = Arc::try_unwrap(shared)
         .ok()
         .context("files still shared")?
-        .0)
+        .0;
+    Ok((outs, files))
+}
+
+/// The vecio-tokio path: its own driver over io_uring, the large file O_DIRECT.
+fn vecio_tokio(rt: &Runtime, scenario: &'static str, files: Files, o: &TokioOptions) -> Outs {
+    let until = Instant::now() + o.common.runtime;
+    rt.block_on(async {
+        let driver = vecio_tokio::Driver::new(EngineKind::Uring.build()?)?;
+        let cached = vecio::File::options().read(true).direct(Direct::Off);
+        let direct = vecio::File::options().read(true).direct(Direct::On);
+        let m = driver.open(files.medium.path(), cached).await?;
+        let l = driver.open(files.large.path(), direct).await?;
+        let shared = Arc::new((files, m, l));
+        let task = |seed| {
+            let f = shared.clone();
+            tokio::spawn(async move {
+                let s = &*f;
+                let read = |large: bool, off: u64, buf: AlignedBuf| async move {
+                    Some((if large { &s.2 } else { &s.1 }).read_at(buf, off).await)
+                };
+                let buf = AlignedBuf::page_aligned(READ);
+                read_loop(scenario, &f.0, seed, until, buf, read).await
+            })
+        };
+        let outs = join((1..=o.tasks as u64).map(task).collect()).await;
+        let files = Arc::try_unwrap(shared)
+            .ok()
+            .context("files still shared")?
+            .0;
+        anyhow::Ok((outs, files))
+    })
+}
+
+/// A page-aligned buffer tokio-uring can own (O_DIRECT needs the alignment a `Vec` lacks).
+struct Aligned(AlignedBuf);
+
+// SAFETY: the AlignedBuf's allocation never moves while the value lives, and every byte of it
+// is initialised (AlignedBuf zeroes its memory), so the pointer and both lengths stay valid
+// while tokio-uring owns the buffer.
+unsafe impl IoBuf for Aligned {
+    fn stable_ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.0.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.0.len()
+    }
+}
+
+// SAFETY: as for IoBuf; the whole buffer is initialised, so set_init has nothing to record.
+unsafe impl IoBufMut for Aligned {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr()
+    }
+
+    unsafe fn set_init(&mut self, _pos: usize) {}
+}
+
+/// The tokio-uring path: its tasks on its own single-threaded runtime over one ring.
+fn tokio_uring(scenario: &'static str, files: Files, o: &TokioOptions) -> Outs {
+    let until = Instant::now() + o.common.runtime;
+    let open = |path: &Path, direct: bool| {
+        let mut opts = tokio_uring::fs::OpenOptions::new();
+        opts.read(true)
+            .custom_flags(if direct { libc::O_DIRECT } else { 0 });
+        let path = path.to_path_buf();
+        async move {
+            let f = opts.open(&path).await;
+            f.with_context(|| format!("tokio-uring: open {}", path.display()))
+        }
+    };
+    tokio_uring::start(async move {
+        let m = open(files.medium.path(), false).await?;
+        let l = open(files.large.path(), true).await?;
+        let shared = Rc::new((files, m, l));
+        let task = |seed| {
+            let f = shared.clone();
+            tokio_uring::spawn(async move {
+                let s = &*f;
+                let read = |large: bool, off: u64, buf: Aligned| async move {
+                    Some((if large { &s.2 } else { &s.1 }).read_at(buf, off).await)
+                };
+                let buf = Aligned(AlignedBuf::page_aligned(READ));
+                read_loop(scenario, &f.0, seed, until, buf, read).await
+            })
+        };
+        let outs = join((1..=o.tasks as u64).map(task).collect()).await;
+        let (files, m, l) = Rc::try_unwrap(shared).ok().context("files still shared")?;
+        let _ = m.close().await;
+        let _ = l.close().await;
+        Ok((outs, files))
+    })
 }
 
 /// One measurement through one of the in-process paths.
 fn measure(
-    rt: &tokio::runtime::Runtime,
+    rt: &Runtime,
     scenario: &'static str,
     path: &'static str,
     files: Files,
     opts: &TokioOptions,
 ) -> Result<(Sample, Files)> {
-    let until = Instant::now() + opts.common.runtime;
     let start = Instant::now();
-    let (outs, files) = if path == "tokio-uring" {
-        super::uring_path::measure(scenario, files, opts, until)?
-    } else if path == "tokio::fs" {
-        measure_tokio_fs(rt, scenario, files, opts, until)?
-    } else {
-        measure_vecio(rt, scenario, files, opts, until)?
+    let (outs, files) = match path {
+        "tokio-uring" => tokio_uring(scenario, files, opts)?,
+        "tokio::fs" => tokio_fs(rt, scenario, files, opts)?,
+        _ => vecio_tokio(rt, scenario, files, opts)?,
     };
     let secs = start.elapsed().as_secs_f64();
     let bytes: u64 = outs.iter().map(|o| o.1).sum();
@@ -285,29 +336,6 @@ fn measure(
         mean_us: mean,
     };
     Ok((sample, files))
-}
-
-/// The vecio-tokio path: its own driver over io_uring, the large file O_DIRECT.
-fn measure_vecio(
-    rt: &tokio::runtime::Runtime,
-    scenario: &'static str,
-    files: Files,
-    opts: &TokioOptions,
-    until: Instant,
-) -> Result<(Vec<TaskOut>, Files)> {
-    rt.block_on(async {
-        let driver = vecio_tokio::Driver::new(EngineKind::Uring.build()?)?;
-        let cached = vecio::File::options().read(true).direct(Direct::Off);
-        let direct = vecio::File::options().read(true).direct(Direct::On);
-        let m = driver.open(files.medium.path(), cached).await?;
-        let l = driver.open(files.large.path(), direct).await?;
-        let shared = Arc::new((files, m, l));
-        let outs = run_tasks(opts.tasks, |s| {
-            task_vecio(scenario, shared.clone(), s, until)
-        })
-        .await;
-        anyhow::Ok((outs, unshare(shared)?))
-    })
 }
 
 /// The four ways of reading: tokio::fs style, vecio-tokio, tokio-uring, tokio::fs on tokio's
@@ -332,13 +360,9 @@ fn pct(lat: &[u64], p: f64) -> f64 {
 
 /// A cell from its repetitions: MiB/s of each in order, latencies of the median one.
 fn cell(scenario: &str, path: &str, runs: &[Sample], note: Option<String>) -> Cell {
-    let mut by_bw: Vec<&Sample> = runs.iter().collect();
+    let mut by_bw = runs.to_vec();
     by_bw.sort_by(|a, b| a.mib_s.total_cmp(&b.mib_s));
-    let mid = by_bw
-        .get(by_bw.len() / 2)
-        .copied()
-        .copied()
-        .unwrap_or_default();
+    let mid = by_bw.get(by_bw.len() / 2).copied().unwrap_or_default();
     Cell {
         scenario: scenario.to_string(),
         path: path.to_string(),
@@ -351,23 +375,19 @@ fn cell(scenario: &str, path: &str, runs: &[Sample], note: Option<String>) -> Ce
     }
 }
 
-/// fio's io_uring engine: random 16 KiB reads of the large file, O_DIRECT, `tasks` in flight.
-fn fio_job(large: &ScratchFile, opts: &TokioOptions) -> FioJob {
-    let mut job = FioJob::new(large.path(), FioRw::RandRead, READ as u64, large.len());
-    job.runtime_s = opts.common.runtime.as_secs_f64();
-    job.ioengine = FioEngine::IoUring;
-    job.iodepth = opts.tasks as u32;
-    job.direct = true;
-    job
-}
-
-/// One fio run on the O_DIRECT file, its MiB/s added to `fio`; after a failure, none.
+/// One run of fio's io_uring engine on the O_DIRECT file (random 16 KiB reads, `tasks` in
+/// flight), its MiB/s added to `fio`; after a failure, none.
 fn fio_once(fio: &mut FioCell, large: &ScratchFile, opts: &TokioOptions) -> Result<()> {
     if fio.error.is_some() {
         return Ok(());
     }
     pagecache::evict(large.path())?;
-    match fio_job(large, opts).run() {
+    let mut job = FioJob::new(large.path(), FioRw::RandRead, READ as u64, large.len());
+    job.runtime_s = opts.common.runtime.as_secs_f64();
+    job.ioengine = FioEngine::IoUring;
+    job.iodepth = opts.tasks as u32;
+    job.direct = true;
+    match job.run() {
         Ok(r) => fio.mib_s.push(r.read_mb_s * 1e6 / (1 << 20) as f64),
         Err(e) => fio.error = Some(format!("{e:#}")),
     }
@@ -433,11 +453,10 @@ pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
             cells.push(cell(scenario, path, &runs[i], notes[i].take()));
         }
     }
-    let http = if opts.http.http {
-        Some(super::http::run(&opts.http, &opts.common, env)?)
-    } else {
-        None
-    };
+    let http = opts
+        .http
+        .http
+        .then(|| super::http::run(&opts.http, &opts.common, env));
     Ok(TokioReport {
         meta: Some(RunMeta::collect(files.large.path())),
         medium: opts.medium,
@@ -448,6 +467,6 @@ pub fn run(opts: &TokioOptions, env: &Env) -> Result<TokioReport> {
         current_thread: opts.current_thread,
         cells,
         fio,
-        http,
+        http: http.transpose()?,
     })
 }

@@ -6,7 +6,7 @@ use super::{io_uring_path, Cell, Tokio, TokioReport};
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{at_least, at_most, div, Plot};
 use crate::experiment::seed::claim;
-use crate::experiment::table::{num, Cell as TableCell, DataTable};
+use crate::experiment::table::{num, At, Cell as TableCell, DataTable};
 use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, Target, View};
 use crate::experiments::nowait;
 use crate::harness::setup::{lines, Setup};
@@ -65,10 +65,9 @@ impl View for TokioReport {
         }
         s.tables.push(table(r));
         s.tables.extend(r.http.as_ref().map(http_view::table));
-        for c in r.cells.iter().filter(|c| c.note.is_some()) {
-            let why = c.note.as_deref().unwrap_or("");
-            s.notes
-                .push(format!("{} / {}: not measured: {why}", c.scenario, c.path));
+        for c in &r.cells {
+            let note = |why| format!("{} / {}: not measured: {why}", c.scenario, c.path);
+            s.notes.extend(c.note.as_ref().map(note));
         }
         if let Some(why) = r.fio.as_ref().and_then(|f| f.error.as_ref()) {
             s.notes.push(format!("fio: not measured: {why}"));
@@ -100,14 +99,8 @@ impl View for TokioReport {
                 b.p50_us, a.p50_us
             );
             let target = at_most(ratio, 0.2, "x");
-            out.push(SummaryRow::own(
-                seed,
-                result,
-                "x",
-                "-".into(),
-                num(ratio, 2),
-                target,
-            ));
+            let row = SummaryRow::own(seed, result, "x", "-".into(), num(ratio, 2), target);
+            out.push(row);
         }
         if let Some((a, b)) = r.pair("direct") {
             let ratio = div(Some(median(b)), Some(median(a)));
@@ -175,26 +168,19 @@ fn table(r: &TokioReport) -> DataTable {
          of the repetitions, latency in µs of the median run; '-': not measured (see the notes)",
         r.tasks
     );
-    let measured = |c: &Cell| !c.mib_s.is_empty();
+    // A cell without repetitions shows '-' in every figure.
+    let lat = |at: &At, c: &Cell, v, field| (!c.mib_s.is_empty()).then(|| at.json(v, 1, field));
     let mut t = DataTable::over(title, "/tokio/cells", &r.cells)
         .col("file", |_, c| &c.scenario)
         .col("path", |_, c| &c.path)
         .col("MiB/s", |_, c| {
             let med = median(c);
-            Some(TableCell::derived(med, format!("{med:.0}"))).filter(|_| measured(c))
+            (!c.mib_s.is_empty()).then(|| TableCell::derived(med, format!("{med:.0}")))
         })
-        .col("mean", |at, c| {
-            Some(at.json(c.mean_us, 1, "mean_us")).filter(|_| measured(c))
-        })
-        .col("p50", |at, c| {
-            Some(at.json(c.p50_us, 1, "p50_us")).filter(|_| measured(c))
-        })
-        .col("p99", |at, c| {
-            Some(at.json(c.p99_us, 1, "p99_us")).filter(|_| measured(c))
-        })
-        .col("p99.9", |at, c| {
-            Some(at.json(c.p999_us, 1, "p999_us")).filter(|_| measured(c))
-        })
+        .col("mean", |at, c| lat(at, c, c.mean_us, "mean_us"))
+        .col("p50", |at, c| lat(at, c, c.p50_us, "p50_us"))
+        .col("p99", |at, c| lat(at, c, c.p99_us, "p99_us"))
+        .col("p99.9", |at, c| lat(at, c, c.p999_us, "p999_us"))
         .done();
     // fio's row follows the last path's O_DIRECT row.
     let last_direct = |c: &Cell| c.scenario == "direct" && c.path == PATHS[PATHS.len() - 1];

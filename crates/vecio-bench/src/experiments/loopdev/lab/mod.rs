@@ -1,10 +1,12 @@
 //! The loop experiment's lab rows (`vecio bench loop --lab`): seed 001's table on real block
-//! devices in one boot of Debian's 6.12 under qemu (docs/lab.md).
+//! devices in one boot of Debian's 6.12 under qemu (docs/lab.md). On the host it needs the
+//! source checkout whose `scripts/lab` boots the guest, qemu, and rublk (a peer, built once
+//! into the lab's cache).
 
-mod checkout;
 pub(crate) mod parse;
 pub(crate) mod view;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -12,9 +14,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{Job, LoopOptions, DEPTH};
+use crate::harness::server::find_program;
 use crate::harness::stats::{median, paired_median, Summary};
-
-pub use checkout::Checkout;
 
 /// The jobs of the lab rows: 4 KiB random reads, 128 KiB sequential reads and writes.
 pub const JOBS: [Job; 3] = [Job::RandRead4k, Job::Read128k, Job::Write128k];
@@ -219,24 +220,25 @@ pub fn estimate(o: &LoopOptions) -> Duration {
 }
 
 /// What the lab needs, checked before anything is measured: the checkout with `scripts/lab`
-/// and qemu.
-pub fn prepare() -> Result<Checkout> {
-    let checkout = Checkout::find()?;
-    checkout::qemu()?;
+/// (its top directory returned) and qemu.
+pub fn prepare() -> Result<PathBuf> {
+    let checkout = find_checkout()?;
+    qemu()?;
     Ok(checkout)
 }
 
 /// Runs the lab rows: rublk built if it is not yet (left out with the reason if it does not
 /// build), the guest script written with this run's sizes, `scripts/lab` run, its JSON lines
 /// read back.
-pub fn run(checkout: &Checkout, o: &LoopOptions) -> Result<LabReport> {
-    let rublk = checkout::rublk();
+pub fn run(checkout: &Path, o: &LoopOptions) -> Result<LabReport> {
+    let rublk = rublk();
     let size_mib = o.size.min(MAX_SIZE) >> 20;
-    let out = checkout.root.join("target/lab/bench-loop");
+    let out = checkout.join("target/lab/bench-loop");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let script = out.join("loop-lab.sh");
-    let body = std::fs::read_to_string(&checkout.script)
-        .with_context(|| format!("reading {}", checkout.script.display()))?;
+    let guest = checkout.join(SCRIPT);
+    let body =
+        std::fs::read_to_string(&guest).with_context(|| format!("reading {}", guest.display()))?;
     let header = format!(
         "LOOP_RUNTIME={}\nLOOP_SIZE_MB={size_mib}\nLOOP_REPEAT={}\nLOOP_DEPTH={DEPTH}\n",
         o.common.runtime.as_secs_f64(),
@@ -245,26 +247,16 @@ pub fn run(checkout: &Checkout, o: &LoopOptions) -> Result<LabReport> {
     std::fs::write(&script, header + &body)
         .with_context(|| format!("writing {}", script.display()))?;
     let timeout = 600 + estimate(o).as_secs();
-    let mut cmd = Command::new(checkout.root.join("scripts/lab"));
-    cmd.args([
-        "--kernel",
-        KERNEL,
-        "--timeout",
-        &timeout.to_string(),
-        "--out",
-    ])
-    .arg(&out)
-    .arg(&script);
+    let mut cmd = Command::new(checkout.join("scripts/lab"));
+    let timeout_s = timeout.to_string();
+    cmd.args(["--kernel", KERNEL, "--timeout", &timeout_s, "--out"]);
+    cmd.arg(&out).arg(&script);
     if let Ok(path) = &rublk {
         cmd.env("VECIO_LAB_TOOLS", path);
     }
     let command = format!(
         "{}scripts/lab --kernel {KERNEL} --timeout {timeout} --out {} {}",
-        if rublk.is_ok() {
-            "VECIO_LAB_TOOLS=rublk "
-        } else {
-            ""
-        },
+        rublk.as_ref().map_or("", |_| "VECIO_LAB_TOOLS=rublk "),
         out.display(),
         script.display()
     );
@@ -297,14 +289,130 @@ pub fn run(checkout: &Checkout, o: &LoopOptions) -> Result<LabReport> {
     }
     if let Err(why) = rublk {
         r.skipped.retain(|s| s.device != Device::RublkLoop);
+        let device = Device::RublkLoop;
         r.skipped.push(LabSkip {
-            device: Device::RublkLoop,
+            device,
             reason: why,
         });
     }
     r.command = command;
-    r.emulated = checkout::emulated();
+    r.emulated = emulated();
     r.results = dir.display().to_string();
     r.seconds = start.elapsed().as_secs_f64();
     Ok(r)
+}
+
+/// Names the checkout when the bench is not run from inside it.
+pub const CHECKOUT_ENV: &str = "VECIO_CHECKOUT";
+
+/// The rublk release measured.
+pub const RUBLK_VERSION: &str = "0.2.15";
+
+/// The guest script, relative to the checkout.
+const SCRIPT: &str = "scripts/lab.d/bench/loop.sh";
+
+/// Whether `dir` is a vecio source checkout with the lab in it.
+fn has_lab(dir: &Path) -> bool {
+    dir.join("scripts/lab").is_file() && dir.join(SCRIPT).is_file()
+}
+
+/// The checkout named by `VECIO_CHECKOUT`, else the first directory above this program or the
+/// current directory that has `scripts/lab` and the guest script.
+fn find_checkout() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(CHECKOUT_ENV) {
+        let root = PathBuf::from(dir);
+        anyhow::ensure!(
+            has_lab(&root),
+            "{CHECKOUT_ENV}={}: no scripts/lab and {SCRIPT} there (it must name a vecio source \
+             checkout)",
+            root.display()
+        );
+        return Ok(root);
+    }
+    let exe = std::env::current_exe().ok();
+    let cwd = std::env::current_dir().ok();
+    let found = [exe.as_deref(), cwd.as_deref()]
+        .into_iter()
+        .flatten()
+        .flat_map(Path::ancestors)
+        .find(|d| has_lab(d));
+    found.map(Path::to_path_buf).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--lab needs the vecio source checkout (scripts/lab and {SCRIPT}): none above this \
+             program or the current directory; run it from the checkout or set {CHECKOUT_ENV}=DIR"
+        )
+    })
+}
+
+/// Fails naming qemu when `qemu-system-x86_64` cannot run here.
+fn qemu() -> Result<()> {
+    match Command::new("qemu-system-x86_64").arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(()),
+        _ => bail!(
+            "--lab needs qemu-system-x86_64, which cannot run here (scripts/setup installs \
+             qemu-system-x86)"
+        ),
+    }
+}
+
+/// True when the lab's guest runs under TCG emulation: unless `VECIO_LAB_KVM=1` and
+/// `/dev/kvm` is writable, as `scripts/lab.d/boot.sh` decides.
+fn emulated() -> bool {
+    let kvm = std::env::var("VECIO_LAB_KVM").is_ok_and(|v| v == "1");
+    !(kvm && rustix::fs::access("/dev/kvm", rustix::fs::Access::WRITE_OK).is_ok())
+}
+
+/// The lab's cache (`VECIO_LAB_CACHE`, else `~/.cache/vecio-lab`, as `scripts/lab` has it).
+fn cache() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("VECIO_LAB_CACHE") {
+        return Some(d.into());
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("vecio-lab"))
+}
+
+/// rublk's binary: built with `cargo install rublk --version RUBLK_VERSION --locked` into the
+/// lab's cache the first time; `Err(why)` when it cannot be built, which leaves its row out.
+fn rublk() -> Result<PathBuf, String> {
+    let root = cache()
+        .ok_or("no cache directory (HOME is not set)")?
+        .join("rublk");
+    let bin = root.join("bin/rublk");
+    if bin.is_file() {
+        return Ok(bin);
+    }
+    if find_program("cargo").is_none() {
+        return Err("rublk is not built and cargo is not installed to build it".into());
+    }
+    eprintln!(
+        "bench loop --lab: building rublk {RUBLK_VERSION} into {} (once)",
+        root.display()
+    );
+    // The default features include an OpenCL target, which needs the OpenCL library at link
+    // time; the loop target needs none of them, so a failed default build is tried again
+    // without.
+    let mut errors = Vec::new();
+    for extra in [&[][..], &["--no-default-features"][..]] {
+        let out = Command::new("nice")
+            .args(["-n", "10", "cargo", "install", "rublk"])
+            .args(["--version", RUBLK_VERSION, "--locked", "--root"])
+            .arg(&root)
+            .args(extra)
+            .output();
+        match out {
+            Ok(o) if o.status.success() && bin.is_file() => return Ok(bin),
+            Ok(o) => {
+                let err = String::from_utf8_lossy(&o.stderr);
+                let last = err.lines().rev().find(|l| l.contains("error"));
+                errors.push(format!("{}: {}", o.status, last.unwrap_or("").trim()));
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    Err(format!(
+        "cargo install rublk --version {RUBLK_VERSION} --locked failed ({})",
+        errors.join("; then with --no-default-features: ")
+    ))
 }

@@ -15,26 +15,11 @@ use crate::harness::stats::{per, Summary};
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Line {
     /// The guest and the run's sizes.
-    Setup {
-        kernel: String,
-        cpus: u32,
-        mem_kib: u64,
-        size_mib: u64,
-        runtime_s: f64,
-        repeat: u32,
-        depth: u32,
-        fio: String,
-        vecio: String,
-        rublk: String,
-    },
+    Setup(Box<SetupLine>),
     /// A device as it was set up.
-    Device {
-        device: Device,
-        path: String,
-        detail: String,
-    },
+    Device(DeviceInfo),
     /// A device that could not be set up.
-    Skipped { device: Device, reason: String },
+    Skipped(LabSkip),
     /// One measurement, with fio's JSON report.
     Sample(Box<SampleLine>),
     /// A measurement fio failed.
@@ -44,6 +29,20 @@ enum Line {
         bs: u64,
         reason: String,
     },
+}
+
+#[derive(Deserialize)]
+struct SetupLine {
+    kernel: String,
+    cpus: u32,
+    mem_kib: u64,
+    size_mib: u64,
+    runtime_s: f64,
+    repeat: u32,
+    depth: u32,
+    fio: String,
+    vecio: String,
+    rublk: String,
 }
 
 #[derive(Deserialize)]
@@ -101,36 +100,21 @@ pub fn parse(text: &str) -> Result<LabReport> {
         let line: Line = serde_json::from_str(raw)
             .with_context(|| format!("line {} of the guest's results does not parse", i + 1))?;
         match line {
-            Line::Setup {
-                kernel,
-                cpus,
-                mem_kib,
-                size_mib,
-                runtime_s,
-                repeat,
-                depth,
-                fio,
-                vecio,
-                rublk,
-            } => {
-                (r.kernel, r.cpus, r.mem_kib) = (kernel, cpus, mem_kib);
-                (r.size_mib, r.runtime_s, r.repeat, r.depth) = (size_mib, runtime_s, repeat, depth);
-                r.versions = [fio, vecio, rublk]
+            Line::Setup(g) => {
+                (r.kernel, r.cpus, r.mem_kib) = (g.kernel, g.cpus, g.mem_kib);
+                (r.size_mib, r.runtime_s) = (g.size_mib, g.runtime_s);
+                (r.repeat, r.depth) = (g.repeat, g.depth);
+                r.versions = [g.fio, g.vecio, g.rublk]
                     .into_iter()
                     .map(|v| v.trim().to_string())
                     .filter(|v| !v.is_empty())
                     .collect();
             }
-            Line::Device {
-                device,
-                path,
-                detail,
-            } => r.devices.push(DeviceInfo {
-                device,
-                path,
-                detail: detail.trim().to_string(),
+            Line::Device(d) => r.devices.push(DeviceInfo {
+                detail: d.detail.trim().to_string(),
+                ..d
             }),
-            Line::Skipped { device, reason } => r.skipped.push(LabSkip { device, reason }),
+            Line::Skipped(skip) => r.skipped.push(skip),
             Line::Failed {
                 device,
                 rw,

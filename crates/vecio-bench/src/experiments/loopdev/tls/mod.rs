@@ -55,7 +55,7 @@ pub(crate) mod fixture {
 
 pub(crate) mod view;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -70,8 +70,6 @@ use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::{median, paired_median, per, Summary};
 use vecio_host::pagecache;
 use vecio_host::peers::Peers;
-
-pub use view::{MAX_COST, WANT_VS_QEMU};
 
 /// Largest image the TLS rows read: the reference figures are of a 256 MiB image.
 pub const TLS_IMAGE: u64 = 256 << 20;
@@ -261,159 +259,119 @@ pub(super) fn run(
         return Ok(TlsReport::skipped(why));
     }
     let python = libnbd::python_with_nbd().context("python3 with libnbd's binding")?;
-    let own = if main.len() > TLS_IMAGE {
-        let bar = "preparing TLS image";
-        Some(ScratchFile::prepare_with_bar(
-            bar,
-            opts.common.dir.as_deref(),
-            None,
-            TLS_IMAGE,
-        )?)
-    } else {
-        None
-    };
+    let (odir, bar) = (opts.common.dir.as_deref(), "preparing TLS image");
+    let own = (main.len() > TLS_IMAGE)
+        .then(|| ScratchFile::prepare_with_bar(bar, odir, None, TLS_IMAGE))
+        .transpose()?;
     let image = own.as_ref().unwrap_or(main);
     let dir = dir.join("tls");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let certs = Certificates::make(&dir.join("certs")).context("making TLS certificates")?;
-    let mut bench = Bench {
-        lab: Lab {
-            vecio,
-            peers,
-            image: image.path(),
-            dir: &dir,
-            disk: None,
-            started: 0,
-        },
-        certs,
-        python: python.clone(),
-        image_len: image.len(),
-        runtime: opts.common.runtime,
+    let mut lab = Lab {
+        vecio,
+        peers,
+        image: image.path(),
+        dir: &dir,
+        disk: None,
+        started: 0,
     };
-    let idle = match bench.idle_costs()? {
-        Ok(idle) => idle,
-        Err(why) => return Ok(TlsReport::skipped(why)),
-    };
-    let samples = bench.measure_all(opts.common.repeat, &idle)?;
+    // Every server, plain and over TLS, started and stopped once: the idle costs subtracted
+    // from the samples. The rows are skipped when qemu-nbd does not start; vecio nbd must.
+    let mut servers = Vec::new();
+    for subject in SUBJECTS {
+        for tls in [false, true] {
+            let how = if tls { "over TLS" } else { "plain" };
+            match lab.idle(subject, tls.then(|| certs.server_dir())) {
+                Ok(idle) => servers.push((subject, tls, idle)),
+                Err(e) if subject == Subject::QemuNbd => {
+                    let why = format!("qemu-nbd does not start {how}: {e:#}");
+                    return Ok(TlsReport::skipped(why));
+                }
+                Err(e) => return Err(e.context(format!("starting vecio nbd {how}"))),
+            }
+        }
+    }
+    // The cells in table order: job, server, plain before TLS.
+    let mut cells: Vec<_> = JOBS
+        .iter()
+        .flat_map(|&job| {
+            servers
+                .iter()
+                .map(move |&(s, tls, idle)| (s, tls, job, idle, Vec::new()))
+        })
+        .collect();
+    let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
+    let phase = Phase::timed(
+        "bench loop TLS",
+        measure_estimate(runtime, image.len(), repeat),
+    );
+    for _ in 0..repeat {
+        for (subject, tls, job, idle, samples) in cells.iter_mut() {
+            let how = if *tls { "over TLS" } else { "plain" };
+            let to = tls.then_some(&certs);
+            let sample = measure(
+                &mut lab,
+                image.len(),
+                to,
+                &python,
+                (*subject, *job),
+                *idle,
+                runtime,
+            )
+            .with_context(|| format!("{} {how} through {}", job.name(), subject.name()))?;
+            samples.push(sample);
+        }
+    }
+    phase.finish();
+    let cells = cells.into_iter().map(|(subject, tls, job, _, s)| TlsCell {
+        subject,
+        name: subject.name().to_string(),
+        tls,
+        job,
+        job_name: job.name().to_string(),
+        client: client_name(job).to_string(),
+        iops: Summary::over(s.iter().map(|x| x.iops)),
+        mb_s: Summary::over(s.iter().map(|x| x.mb_s)),
+        samples: s,
+    });
     Ok(TlsReport {
         skipped: None,
         image_size: image.len(),
         depth: DEPTH,
-        runtime_s: opts.common.runtime.as_secs_f64(),
+        runtime_s: runtime.as_secs_f64(),
         clients: libnbd::versions(&python),
-        cells: cells(samples),
+        cells: cells.collect(),
     })
-}
-
-/// The measurements' samples keyed by server, TLS and job, in measurement order.
-type Samples = Vec<((Subject, bool, Job), Vec<TlsSample>)>;
-
-/// The cells of the samples, in table order: job, server, plain before TLS.
-fn cells(samples: Samples) -> Vec<TlsCell> {
-    samples
-        .into_iter()
-        .map(|((subject, tls, job), s)| TlsCell {
-            subject,
-            name: subject.name().to_string(),
-            tls,
-            job,
-            job_name: job.name().to_string(),
-            client: client_name(job).to_string(),
-            iops: Summary::over(s.iter().map(|x| x.iops)),
-            mb_s: Summary::over(s.iter().map(|x| x.mb_s)),
-            samples: s,
-        })
-        .collect()
 }
 
 /// The client that reads for `job`.
 pub fn client_name(job: Job) -> &'static str {
-    if job.in_iops() {
-        "libnbd driver (python3)"
-    } else {
-        "nbdcopy"
-    }
+    job.pick("libnbd driver (python3)", "nbdcopy")
 }
 
-/// The TLS rows' servers, certificates and clients.
-struct Bench<'a> {
-    lab: Lab<'a>,
-    certs: Certificates,
-    python: PathBuf,
+/// One measurement: evict the image, start the server (TLS required with `tls`), read with
+/// the job's client, stop the server and read its usage.
+fn measure(
+    lab: &mut Lab,
     image_len: u64,
+    tls: Option<&Certificates>,
+    python: &Path,
+    (subject, job): (Subject, Job),
+    idle: Usage,
     runtime: Duration,
-}
-
-impl Bench<'_> {
-    /// Starts and stops every server, plain and over TLS, once: the idle costs subtracted
-    /// from the samples, indexed `[subject][tls]`. `Err(why)` when qemu-nbd does not start
-    /// (the rows are then skipped); vecio nbd must start.
-    fn idle_costs(&mut self) -> Result<std::result::Result<[[Usage; 2]; 2], String>> {
-        let mut idle = [[Usage::default(); 2]; 2];
-        for (si, &subject) in SUBJECTS.iter().enumerate() {
-            for tls in [false, true] {
-                let cost = self.lab.idle(subject, tls.then(|| self.certs.server_dir()));
-                let how = if tls { "over TLS" } else { "plain" };
-                match cost {
-                    Ok(u) => idle[si][usize::from(tls)] = u,
-                    Err(e) if subject == Subject::QemuNbd => {
-                        return Ok(Err(format!("qemu-nbd does not start {how}: {e:#}")));
-                    }
-                    Err(e) => return Err(e.context(format!("starting vecio nbd {how}"))),
-                }
-            }
-        }
-        Ok(Ok(idle))
-    }
-
-    /// Every cell `repeat` times, under one progress bar.
-    fn measure_all(&mut self, repeat: u32, idle: &[[Usage; 2]; 2]) -> Result<Samples> {
-        let mut samples: Samples = Vec::new();
-        for job in JOBS {
-            for subject in SUBJECTS {
-                for tls in [false, true] {
-                    samples.push(((subject, tls, job), Vec::new()));
-                }
-            }
-        }
-        let phase = Phase::timed(
-            "bench loop TLS",
-            measure_estimate(self.runtime, self.image_len, repeat),
-        );
-        for _ in 0..repeat {
-            for ((subject, tls, job), s) in samples.iter_mut() {
-                let si = usize::from(*subject == Subject::QemuNbd);
-                let idle = idle[si][usize::from(*tls)];
-                let how = if *tls { "over TLS" } else { "plain" };
-                let sample = self
-                    .measure(*subject, *job, *tls, idle)
-                    .with_context(|| format!("{} {how} through {}", job.name(), subject.name()))?;
-                s.push(sample);
-            }
-        }
-        phase.finish();
-        Ok(samples)
-    }
-
-    /// One measurement: evict the image, start the server (TLS required if `tls`), read with
-    /// the job's client, stop the server and read its usage.
-    fn measure(&mut self, subject: Subject, job: Job, tls: bool, idle: Usage) -> Result<TlsSample> {
-        pagecache::flush_and_evict(self.lab.image)?;
-        let server = self
-            .lab
-            .start(subject, tls.then(|| self.certs.server_dir()))?
-            .context("no server process")?;
-        let to = Endpoint {
-            socket: server.socket(),
-            tls: tls.then(|| self.certs.client_dir()),
-        };
-        let run = if job.in_iops() {
-            let secs = self.runtime.as_secs_f64();
-            libnbd::random_reads(&self.python, to, job.bs(), DEPTH, secs)?
-        } else {
-            libnbd::nbdcopy_read(to, self.image_len, job.bs(), DEPTH)?
-        };
-        let usage = server.stop()?.delta(&idle);
-        Ok(TlsSample::of(&run, usage))
-    }
+) -> Result<TlsSample> {
+    pagecache::flush_and_evict(lab.image)?;
+    let server = lab.start(subject, tls.map(|c| c.server_dir()))?;
+    let server = server.context("no server process")?;
+    let to = Endpoint {
+        socket: server.socket(),
+        tls: tls.map(|c| c.client_dir()),
+    };
+    let run = if job.in_iops() {
+        libnbd::random_reads(python, to, job.bs(), DEPTH, runtime.as_secs_f64())?
+    } else {
+        libnbd::nbdcopy_read(to, image_len, job.bs(), DEPTH)?
+    };
+    let usage = server.stop()?.delta(&idle);
+    Ok(TlsSample::of(&run, usage))
 }
