@@ -275,7 +275,7 @@ pub fn run(checkout: &Path, o: &LoopOptions) -> Result<LabReport> {
         // The guest script's last line says why (a skip names what the guest lacks).
         let log = std::fs::read_to_string(dir.join("loop-lab.sh.log")).unwrap_or_default();
         bail!(
-            "the lab measured nothing (scripts/lab: {status}; the guest script's last line:              {:?}); see {}",
+            "the lab measured nothing (scripts/lab: {status}; the guest script's last line: {:?}); see {}",
             log.lines().last().unwrap_or("none"),
             dir.join("console.log").display()
         );
