@@ -27,14 +27,7 @@ pub enum FioRw {
 impl FioRw {
     /// The value fio expects after `--rw=`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FioRw::Read => "read",
-            FioRw::Write => "write",
-            FioRw::RandRead => "randread",
-            FioRw::RandWrite => "randwrite",
-            FioRw::ReadWrite => "rw",
-            FioRw::RandReadWrite => "randrw",
-        }
+        ["read", "write", "randread", "randwrite", "rw", "randrw"][self as usize]
     }
 }
 
@@ -52,11 +45,7 @@ pub enum FioEngine {
 impl FioEngine {
     /// The value fio expects after `--ioengine=`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FioEngine::Psync => "psync",
-            FioEngine::IoUring => "io_uring",
-            FioEngine::Nbd => "nbd",
-        }
+        ["psync", "io_uring", "nbd"][self as usize]
     }
 }
 
@@ -192,15 +181,11 @@ fn first_lines(stderr: &str, stdout: &str) -> String {
     } else {
         stderr
     };
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(8)
-        .collect();
+    let lines = crate::harness::server::lines(text, ..8);
     if lines.is_empty() {
         "fio printed nothing".to_string()
     } else {
-        lines.join(" | ")
+        lines
     }
 }
 

@@ -238,12 +238,23 @@ fn log_tail(log: &Path) -> String {
         let _ = f.seek(SeekFrom::Start(len.saturating_sub(2048)));
         let _ = f.read_to_string(&mut text);
     }
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() {
-        "it printed nothing".to_string()
-    } else {
-        lines[lines.len().saturating_sub(4)..].join(" | ")
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    match lines(&text, count.saturating_sub(4)..) {
+        t if t.is_empty() => "it printed nothing".to_string(),
+        t => t,
     }
+}
+
+/// The non-blank lines of `text` in `range` (`..8`: the first 8), joined by ` | `: a program's
+/// diagnostics on one line of an error message.
+pub fn lines(text: &str, range: impl std::ops::RangeBounds<usize>) -> String {
+    let lines = text.lines().filter(|l| !l.trim().is_empty());
+    let lines: Vec<&str> = lines
+        .enumerate()
+        .filter(|(i, _)| range.contains(i))
+        .map(|(_, l)| l)
+        .collect();
+    lines.join(" | ")
 }
 
 /// The full path of `program` found in `PATH`, if it is there and executable.

@@ -60,18 +60,24 @@ impl Setup {
 
 /// The peer tools' versions.
 pub fn tools() -> Vec<Tool> {
-    let tool = |name: &str, version: Option<String>| Tool {
+    let version = |name: &str| first_line(name, &["--version"]);
+    let libfuse = first_line("pkg-config", &["--modversion", "fuse3"])
+        .map(|v| format!("libfuse {v}"))
+        .or_else(|| version("fusermount3"));
+    [
+        ("fio", version("fio")),
+        ("qemu-nbd", version("qemu-nbd")),
+        ("nbdkit", version("nbdkit")),
+        ("libnbd", libnbd_version()),
+        ("libfuse", libfuse),
+        ("valgrind", version("valgrind")),
+    ]
+    .into_iter()
+    .map(|(name, version)| Tool {
         name: name.to_string(),
         version,
-    };
-    vec![
-        tool("fio", first_line("fio", &["--version"])),
-        tool("qemu-nbd", first_line("qemu-nbd", &["--version"])),
-        tool("nbdkit", first_line("nbdkit", &["--version"])),
-        tool("libnbd", libnbd_version()),
-        tool("libfuse", libfuse_version()),
-        tool("valgrind", first_line("valgrind", &["--version"])),
-    ]
+    })
+    .collect()
 }
 
 /// libnbd's version, from `nbdinfo --version` (which prints its own line, then libnbd's).
@@ -90,20 +96,9 @@ fn vecio_info(exe: &Path, dir: &Path) -> Option<serde_json::Value> {
         .arg("info")
         .arg("--json")
         .arg(dir)
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
+        .output();
+    let out = out.ok().filter(|o| o.status.success())?;
     serde_json::from_slice(&out.stdout).ok()
-}
-
-/// libfuse's version: `pkg-config --modversion fuse3`, else `fusermount3 --version`.
-fn libfuse_version() -> Option<String> {
-    if let Some(v) = first_line("pkg-config", &["--modversion", "fuse3"]) {
-        return Some(format!("libfuse {v}"));
-    }
-    first_line("fusermount3", &["--version"])
 }
 
 /// Queue settings worth a line in a report.
