@@ -135,7 +135,7 @@ impl Section {
 
     /// Adds a target: `text`, met or not.
     pub fn target(&mut self, text: String, met: bool) {
-        self.targets.push(Target { text, met });
+        self.targets.push(Target::new(text, met));
     }
 }
 
@@ -179,17 +179,15 @@ pub struct SummaryRow {
     pub seed: &'static str,
     /// What is compared.
     pub result: String,
-    /// The unit of the seed's, vecio's and the peer's figures (`x` for a ratio named in
-    /// `result`, `MB/s`, `IOPS`, `%`, `% change`, `µs`): the summary groups rows by it, so
-    /// every column of a table holds one unit, named in its header.
+    /// The unit of the seed's, vecio's and the peer's figures (`x`: the ratio `result` names):
+    /// the summary has a table per unit, so every column holds one unit, named in its header.
     pub unit: &'static str,
     /// The seed's figure, in `unit`.
     pub seed_figure: String,
     /// vecio's figure in `unit` (or why there is none).
     pub vecio: String,
-    /// The best peer's figure in `unit` and who it is (`FIGURE NAME`): another program
-    /// measured on the same file, never one of vecio's own engines, never a ratio; `-` when
-    /// no other program measures this.
+    /// The best peer's figure in `unit` and who it is (`FIGURE NAME`): another program on the
+    /// same file, never one of vecio's own engines nor a ratio; `-` when none measures this.
     pub peer: String,
     /// vecio over the peer, where both exist.
     pub ratio: Option<f64>,
@@ -200,20 +198,9 @@ pub struct SummaryRow {
 impl SummaryRow {
     /// A row for a result with no vecio figure: the experiment did not run (the reason is
     /// listed under the summary).
-    pub fn missing(
-        seed: &'static str,
-        result: &str,
-        unit: &'static str,
-        seed_figure: &str,
-    ) -> SummaryRow {
-        SummaryRow::own(
-            seed,
-            result.into(),
-            unit,
-            seed_figure.into(),
-            "not measured".into(),
-            None,
-        )
+    pub fn missing(seed: &'static str, result: &str, unit: &'static str, fig: &str) -> SummaryRow {
+        let vecio = "not measured".to_string();
+        SummaryRow::own(seed, result.into(), unit, fig.into(), vecio, None)
     }
 
     /// A row of vecio's own figure in `unit` that no other program measures (a ratio of vecio's

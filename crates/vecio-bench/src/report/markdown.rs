@@ -12,20 +12,13 @@ fn cell(s: &str) -> String {
 }
 
 fn table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        header
-            .iter()
-            .map(|h| cell(h))
-            .collect::<Vec<_>>()
-            .join(" | "),
-        "---|".repeat(header.len())
-    );
+    let row = |cells: &[String]| {
+        let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    let mut out = row(header) + &format!("|{}\n", "---|".repeat(header.len()));
     for r in rows {
-        out += &format!(
-            "| {} |\n",
-            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
-        );
+        out += &row(r);
     }
     out
 }
