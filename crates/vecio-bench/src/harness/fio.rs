@@ -232,19 +232,14 @@ impl FioResult {
         self.read_iops + self.write_iops
     }
 
-    /// Seconds the job ran.
-    pub fn secs(&self) -> f64 {
-        self.runtime_ms as f64 / 1000.0
-    }
-
     /// Requests completed.
     pub fn requests(&self) -> f64 {
-        self.iops() * self.secs()
+        self.iops() * (self.runtime_ms as f64 / 1000.0)
     }
 
     /// Bytes moved.
     pub fn bytes(&self) -> f64 {
-        self.total_mb_s * 1e6 * self.secs()
+        self.total_mb_s * 1e6 * (self.runtime_ms as f64 / 1000.0)
     }
 }
 
@@ -286,10 +281,8 @@ impl Direction {
 pub fn parse_output(stdout: &str) -> Result<FioResult> {
     let start = stdout.find('{').context("fio printed no JSON report")?;
     let mut stream = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<Report>();
-    let report = match stream.next() {
-        Some(r) => r.context("fio's JSON report does not parse")?,
-        None => bail!("fio printed no JSON report"),
-    };
+    let report = (stream.next().context("fio printed no JSON report")?)
+        .context("fio's JSON report does not parse")?;
     let job = report
         .jobs
         .first()

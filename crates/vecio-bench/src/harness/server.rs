@@ -158,22 +158,16 @@ impl ServerProcess {
             rustix::process::Signal::TERM,
         );
         let deadline = Instant::now() + STOP_TIMEOUT;
-        loop {
+        while Instant::now() <= deadline {
             if let Some(usage) = wait4(pid, true)? {
                 return Ok(Some(usage));
-            }
-            if Instant::now() > deadline {
-                break;
             }
             std::thread::sleep(POLL);
         }
         tracing::warn!(server = %self.name, socket = %self.socket.display(), "no exit after SIGTERM; sending SIGKILL");
         child.kill()?;
-        loop {
-            if let Some(usage) = wait4(pid, false)? {
-                return Ok(Some(usage));
-            }
-        }
+        // Without WNOHANG, wait4 returns once the child is gone.
+        wait4(pid, false)
     }
 }
 
