@@ -132,11 +132,6 @@ impl Section {
         out.extend(self.targets.iter().map(|t| t.text.clone()));
         out.join("\n")
     }
-
-    /// Adds a target: `text`, met or not.
-    pub fn target(&mut self, text: String, met: bool) {
-        self.targets.push(Target::new(text, met));
-    }
 }
 
 /// A target of a summary row and whether it was met.

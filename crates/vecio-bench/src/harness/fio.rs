@@ -232,14 +232,19 @@ impl FioResult {
         self.read_iops + self.write_iops
     }
 
+    /// Seconds the job ran.
+    pub fn secs(&self) -> f64 {
+        self.runtime_ms as f64 / 1000.0
+    }
+
     /// Requests completed.
     pub fn requests(&self) -> f64 {
-        self.iops() * (self.runtime_ms as f64 / 1000.0)
+        self.iops() * self.secs()
     }
 
     /// Bytes moved.
     pub fn bytes(&self) -> f64 {
-        self.total_mb_s * 1e6 * (self.runtime_ms as f64 / 1000.0)
+        self.total_mb_s * 1e6 * self.secs()
     }
 }
 
