@@ -126,10 +126,9 @@ fn reaped(pid: rustix::process::Pid, nohang: bool) -> bool {
         WaitOptions::empty()
     };
     match waitpid(Some(pid), opts) {
-        Ok(Some(_)) => true,
         Ok(None) => false,
-        // ECHILD: already reaped by its owner, or not our child.
-        Err(_) => true,
+        // Reaped now; or ECHILD: already reaped by its owner, or not our child.
+        Ok(Some(_)) | Err(_) => true,
     }
 }
 
