@@ -53,15 +53,14 @@ struct State {
 impl State {
     /// How far finished steps were off their estimates, within 0.5x..2x.
     fn scale(&self) -> f64 {
-        let est: f64 = self.steps[..self.took.len()]
+        let est: Duration = self.steps[..self.took.len()]
             .iter()
-            .map(|s| s.estimate.as_secs_f64())
+            .map(|s| s.estimate)
             .sum();
-        let took: f64 = self.took.iter().map(Duration::as_secs_f64).sum();
-        if est > 0.0 {
-            (took / est).clamp(0.5, 2.0)
-        } else {
-            1.0
+        let took: Duration = self.took.iter().sum();
+        match est.as_secs_f64() {
+            0.0 => 1.0,
+            est => (took.as_secs_f64() / est).clamp(0.5, 2.0),
         }
     }
 
@@ -124,28 +123,24 @@ impl Overall {
             took: Vec::new(),
             current: None,
         }));
-        if !progress::enabled() {
-            let bar = ProgressBar::hidden();
-            let ticker = None;
-            return Overall { state, bar, ticker };
+        if progress::enabled() {
+            *display() = Some(MultiProgress::new());
         }
-        *display() = Some(MultiProgress::new());
+        // Hidden when bars are off: then no thread moves it.
         let bar = progress::new_bar(1000, "{msg}", "bench all");
         let (st, b) = (state.clone(), bar.clone());
-        let ticker = Ticker::every(Duration::from_millis(200), move || {
-            if let Ok(s) = st.lock() {
-                let run: f64 = s.took.iter().map(Duration::as_secs_f64).sum::<f64>()
-                    + s.current.map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
-                let (_, left) = s.left();
-                b.set_position((1000.0 * run / (run + left).max(1e-9)) as u64);
-                b.set_message(s.message());
-            }
+        let ticker = (!bar.is_hidden()).then(|| {
+            Ticker::every(Duration::from_millis(200), move || {
+                if let Ok(s) = st.lock() {
+                    let run: f64 = s.took.iter().map(Duration::as_secs_f64).sum::<f64>()
+                        + s.current.map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
+                    let (_, left) = s.left();
+                    b.set_position((1000.0 * run / (run + left).max(1e-9)) as u64);
+                    b.set_message(s.message());
+                }
+            })
         });
-        Overall {
-            state,
-            bar,
-            ticker: Some(ticker),
-        }
+        Overall { state, bar, ticker }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -195,11 +195,8 @@ fn section(s: &Section) -> String {
     }
     out += "</table>\n";
     if let Some(why) = &s.not_measured {
-        out += &format!(
-            "<p class=\"not-measured\">Not measured: {}</p>\n</section>\n",
-            esc(why)
-        );
-        return out;
+        let why = esc(why);
+        return out + &format!("<p class=\"not-measured\">Not measured: {why}</p>\n</section>\n");
     }
     out += "<h3>Set-up here</h3>\n";
     out += &setup_table(&s.setup);
@@ -261,10 +258,9 @@ pub fn render(r: &AllResults, sections: &[Section]) -> String {
     for s in sections {
         out += &section(s);
     }
-    out += &format!(
+    out + &format!(
         "<p id=\"report-check\" hidden>not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
-    );
-    out
+    )
 }
 
 /// Under the summary: the experiments not measured, and the machine and tools.
@@ -283,14 +279,9 @@ fn not_measured_and_setup(r: &AllResults) -> String {
         out += "</ul>\n";
     }
     if let Some(s) = &r.setup {
-        let mut lines = vec![(
-            "machine".to_string(),
-            format!(
-                "kernel {}, {} CPUs",
-                s.kernel.as_deref().unwrap_or("?"),
-                s.cpus
-            ),
-        )];
+        let kernel = s.kernel.as_deref().unwrap_or("?");
+        let machine = format!("kernel {kernel}, {} CPUs", s.cpus);
+        let mut lines = vec![("machine".to_string(), machine)];
         for t in &s.tools {
             let v = t.version.clone().unwrap_or_else(|| "not installed".into());
             lines.push((t.name.clone(), v));
