@@ -352,16 +352,12 @@ pub const KINDS: [&str; 5] = ["scratch", "fuse", "callcost", "loop", "tree"];
 /// The process id in a `vecio-KIND-PID-XXXXXX` name: KIND one of [`KINDS`], XXXXXX the six
 /// letters and digits `tempfile` adds. Anything else is not vecio's and is never touched.
 fn stale_owner(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("vecio-")?;
-    let mut parts = rest.rsplitn(3, '-');
-    let random = parts.next()?;
-    let pid = parts.next()?;
-    let kind = parts.next()?;
+    let mut parts = name.strip_prefix("vecio-")?.rsplitn(3, '-');
+    let (random, pid, kind) = (parts.next()?, parts.next()?, parts.next()?);
     let random_ok = random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric());
-    let pid_ok = !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit());
-    (random_ok && pid_ok && KINDS.contains(&kind))
-        .then(|| pid.parse().ok())
-        .flatten()
+    // Digits only (parse alone takes `+7`); an empty pid does not parse.
+    let pid_ok = pid.chars().all(|c| c.is_ascii_digit());
+    (random_ok && pid_ok && KINDS.contains(&kind)).then(|| pid.parse().ok())?
 }
 
 #[cfg(test)]

@@ -156,16 +156,11 @@ impl FioJob {
             .output()
             .with_context(|| format!("cannot start `{cmdline}` (is fio installed?)"))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let why = || first_lines(&String::from_utf8_lossy(&out.stderr), &stdout);
         if !out.status.success() {
-            bail!(
-                "`{cmdline}` failed ({}): {}",
-                out.status,
-                first_lines(&stderr, &stdout)
-            );
+            bail!("`{cmdline}` failed ({}): {}", out.status, why());
         }
-        parse_output(&stdout)
-            .with_context(|| format!("`{cmdline}`: {}", first_lines(&stderr, &stdout)))
+        parse_output(&stdout).with_context(|| format!("`{cmdline}`: {}", why()))
     }
 }
 
