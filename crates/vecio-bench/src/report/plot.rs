@@ -54,17 +54,16 @@ fn legend<DB: DrawingBackend>(
 ) -> Result<()> {
     for (i, (name, key)) in keys.iter().enumerate() {
         let y = 4 + (i as u32 * KEY_LINE) as i32 + KEY_LINE as i32 / 2;
-        match key {
-            Key::Bar(c) => area
-                .draw(&Rectangle::new(
-                    [(left, y - 5), (left + 14, y + 5)],
-                    c.filled(),
-                ))
-                .map_err(err)?,
-            Key::Stroke(style) => area
-                .draw(&PathElement::new(vec![(left, y), (left + 14, y)], *style))
-                .map_err(err)?,
-        }
+        let drawn = match key {
+            Key::Bar(c) => area.draw(&Rectangle::new(
+                [(left, y - 5), (left + 14, y + 5)],
+                c.filled(),
+            )),
+            Key::Stroke(style) => {
+                area.draw(&PathElement::new(vec![(left, y), (left + 14, y)], *style))
+            }
+        };
+        drawn.map_err(err)?;
         let font =
             TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
         area.draw(&Text::new(name.clone(), (left + 22, y), font))
@@ -162,19 +161,12 @@ macro_rules! bar_chart {
                 }))
                 .map_err(err)?;
         }
-        let marks: Vec<((f64, f64), f64)> = spec
-            .groups
-            .iter()
-            .enumerate()
-            .flat_map(|(gi, g)| {
-                g.values
-                    .iter()
-                    .enumerate()
-                    .filter_map(move |(si, v)| Some((slot(gi, si), (*v)?.mark?)))
-            })
-            .collect();
+        let marks = spec.groups.iter().enumerate().flat_map(|(gi, g)| {
+            let marks = g.values.iter().enumerate();
+            marks.filter_map(move |(si, v)| Some((slot(gi, si), (*v)?.mark?)))
+        });
         chart
-            .draw_series(marks.iter().map(|&((a, b), y)| {
+            .draw_series(marks.map(|((a, b), y)| {
                 PathElement::new(
                     vec![(a, y.max(base)), (b, y.max(base))],
                     MARK.stroke_width(3),
@@ -294,16 +286,12 @@ macro_rules! line_chart {
 /// Draws `spec` as SVG: the legend under the plot, the axes fitted to the curves (log y from
 /// just under the lowest point to just over the highest).
 pub fn lines(spec: &Lines) -> Result<String> {
+    let stroke = |i| Key::Stroke(Palette99::pick(i).to_rgba().stroke_width(2));
     let keys: Vec<(String, Key)> = spec
         .lines
         .iter()
         .enumerate()
-        .map(|(i, l)| {
-            (
-                l.name.clone(),
-                Key::Stroke(Palette99::pick(i).to_rgba().stroke_width(2)),
-            )
-        })
+        .map(|(i, l)| (l.name.clone(), stroke(i)))
         .collect();
     svg(LINES, &keys, 66, |plot_area| {
         let x = extent(&spec.lines, |p| p.0);
