@@ -251,11 +251,10 @@ fn with_unit(figure: &str, unit: &str) -> String {
         .trim_start_matches(['+', '-', '~'])
         .parse::<f64>()
         .is_ok();
-    match (numeric, unit) {
-        (false, _) => figure.to_string(),
-        (true, "x") => format!("{figure}x"),
-        (true, "%") => format!("{figure}%"),
-        (true, unit) => format!("{figure} {unit}"),
+    match unit {
+        _ if !numeric => figure.to_string(),
+        "x" | "%" => format!("{figure}{unit}"),
+        _ => format!("{figure} {unit}"),
     }
 }
 

@@ -125,8 +125,7 @@ pub fn nbdcopy_read(
         .arg("--no-extents")
         .arg(to.uri())
         .arg("null:");
-    let (out, seconds, usage) = run_timed(cmd, "nbdcopy")?;
-    drop(out);
+    let (_, seconds, usage) = run_timed(cmd, "nbdcopy")?;
     Ok(ClientRun {
         requests: export_len.div_ceil(request_size),
         bytes: export_len,
