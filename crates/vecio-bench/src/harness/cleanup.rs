@@ -191,6 +191,10 @@ fn empty_on(
         let at = path.join(std::ffi::OsStr::from_bytes(name.as_bytes()));
         let named =
             |e: rustix::io::Errno| io::Error::new(e.kind(), format!("{}: {e}", at.display()));
+        let unlink = |flags| match rustix::fs::unlinkat(fd, name.as_c_str(), flags) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(named(e)),
+        };
         let st = match rustix::fs::statat(fd, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(rustix::io::Errno::NOENT) => continue,
@@ -203,10 +207,7 @@ fn empty_on(
         };
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             // unlink(2) never crosses a mount (a mounted-over file fails with EBUSY).
-            match rustix::fs::unlinkat(fd, name.as_c_str(), AtFlags::empty()) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(named(e)),
-            }
+            unlink(AtFlags::empty())?;
             continue;
         }
         if st.st_dev != dev {
@@ -225,10 +226,7 @@ fn empty_on(
         let before = kept.len();
         empty_on(&sub, dev, &at, kept)?;
         if kept.len() == before {
-            match rustix::fs::unlinkat(fd, name.as_c_str(), AtFlags::REMOVEDIR) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(named(e)),
-            }
+            unlink(AtFlags::REMOVEDIR)?;
         }
     }
     Ok(())
