@@ -114,7 +114,8 @@ fn run(mut cmd: Command) -> Result<()> {
     );
     let out = cmd.output().with_context(|| format!("cannot run {what}"))?;
     if !out.status.success() {
-        let err = crate::harness::server::lines(&String::from_utf8_lossy(&out.stderr), ..4);
+        let err =
+            crate::harness::server::diagnostics(&String::from_utf8_lossy(&out.stderr), 4, false);
         bail!("{what} failed ({}): {err}", out.status);
     }
     Ok(())

@@ -176,7 +176,7 @@ fn first_lines(stderr: &str, stdout: &str) -> String {
     } else {
         stderr
     };
-    let lines = crate::harness::server::lines(text, ..8);
+    let lines = crate::harness::server::diagnostics(text, 8, false);
     if lines.is_empty() {
         "fio printed nothing".to_string()
     } else {

@@ -166,8 +166,7 @@ fn run_timed(mut cmd: Command, what: &str) -> Result<(String, f64, Usage)> {
     let usage = Usage::children().context("getrusage")?.delta(&before);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let count = err.lines().filter(|l| !l.trim().is_empty()).count();
-        let tail = crate::harness::server::lines(&err, count.saturating_sub(3)..);
+        let tail = crate::harness::server::diagnostics(&err, 3, true);
         bail!("{what} failed ({}): {tail}", out.status);
     }
     Ok((

@@ -232,23 +232,21 @@ fn log_tail(log: &Path) -> String {
         let _ = f.seek(SeekFrom::Start(len.saturating_sub(2048)));
         let _ = f.read_to_string(&mut text);
     }
-    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
-    match lines(&text, count.saturating_sub(4)..) {
+    match diagnostics(&text, 4, true) {
         t if t.is_empty() => "it printed nothing".to_string(),
         t => t,
     }
 }
 
-/// The non-blank lines of `text` in `range` (`..8`: the first 8), joined by ` | `: a program's
+/// `n` non-blank lines of `text`, the first or the `last`, joined by ` | `: a program's
 /// diagnostics on one line of an error message.
-pub fn lines(text: &str, range: impl std::ops::RangeBounds<usize>) -> String {
-    let lines = text.lines().filter(|l| !l.trim().is_empty());
-    let lines: Vec<&str> = lines
-        .enumerate()
-        .filter(|(i, _)| range.contains(i))
-        .map(|(_, l)| l)
-        .collect();
-    lines.join(" | ")
+pub fn diagnostics(text: &str, n: usize, last: bool) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let (from, to) = match last {
+        true => (lines.len().saturating_sub(n), lines.len()),
+        false => (0, n.min(lines.len())),
+    };
+    lines[from..to].join(" | ")
 }
 
 /// The full path of `program` found in `PATH`, if it is there and executable.
@@ -265,10 +263,8 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
 
 /// The first line `program args` prints on stdout (or stderr), when it runs and succeeds.
 pub fn first_line(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
+    let out = Command::new(program).args(args).output();
+    let out = out.ok().filter(|o| o.status.success())?;
     let text = if out.stdout.is_empty() {
         out.stderr
     } else {
