@@ -132,11 +132,6 @@ impl Section {
         out.extend(self.targets.iter().map(|t| t.text.clone()));
         out.join("\n")
     }
-
-    /// Adds a target: `text`, met or not.
-    pub fn target(&mut self, text: String, met: bool) {
-        self.targets.push(Target { text, met });
-    }
 }
 
 /// A target of a summary row and whether it was met.
@@ -179,17 +174,15 @@ pub struct SummaryRow {
     pub seed: &'static str,
     /// What is compared.
     pub result: String,
-    /// The unit of the seed's, vecio's and the peer's figures (`x` for a ratio named in
-    /// `result`, `MB/s`, `IOPS`, `%`, `% change`, `µs`): the summary groups rows by it, so
-    /// every column of a table holds one unit, named in its header.
+    /// The unit of the seed's, vecio's and the peer's figures (`x`: the ratio `result` names):
+    /// the summary has a table per unit, so every column holds one unit, named in its header.
     pub unit: &'static str,
     /// The seed's figure, in `unit`.
     pub seed_figure: String,
     /// vecio's figure in `unit` (or why there is none).
     pub vecio: String,
-    /// The best peer's figure in `unit` and who it is (`FIGURE NAME`): another program
-    /// measured on the same file, never one of vecio's own engines, never a ratio; `-` when
-    /// no other program measures this.
+    /// The best peer's figure in `unit` and who it is (`FIGURE NAME`): another program on the
+    /// same file, never one of vecio's own engines nor a ratio; `-` when none measures this.
     pub peer: String,
     /// vecio over the peer, where both exist.
     pub ratio: Option<f64>,
@@ -200,20 +193,9 @@ pub struct SummaryRow {
 impl SummaryRow {
     /// A row for a result with no vecio figure: the experiment did not run (the reason is
     /// listed under the summary).
-    pub fn missing(
-        seed: &'static str,
-        result: &str,
-        unit: &'static str,
-        seed_figure: &str,
-    ) -> SummaryRow {
-        SummaryRow::own(
-            seed,
-            result.into(),
-            unit,
-            seed_figure.into(),
-            "not measured".into(),
-            None,
-        )
+    pub fn missing(seed: &'static str, result: &str, unit: &'static str, fig: &str) -> SummaryRow {
+        let vecio = "not measured".to_string();
+        SummaryRow::own(seed, result.into(), unit, fig.into(), vecio, None)
     }
 
     /// A row of vecio's own figure in `unit` that no other program measures (a ratio of vecio's
@@ -269,11 +251,10 @@ fn with_unit(figure: &str, unit: &str) -> String {
         .trim_start_matches(['+', '-', '~'])
         .parse::<f64>()
         .is_ok();
-    match (numeric, unit) {
-        (false, _) => figure.to_string(),
-        (true, "x") => format!("{figure}x"),
-        (true, "%") => format!("{figure}%"),
-        (true, unit) => format!("{figure} {unit}"),
+    match unit {
+        _ if !numeric => figure.to_string(),
+        "x" | "%" => format!("{figure}{unit}"),
+        _ => format!("{figure} {unit}"),
     }
 }
 

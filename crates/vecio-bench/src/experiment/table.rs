@@ -28,11 +28,13 @@ impl Cell {
 
     /// A figure read from `results.json` at `pointer`, shown with `prec` decimals.
     pub fn json(value: f64, prec: usize, pointer: String) -> Cell {
-        Cell::Num {
-            text: format!("{value:.prec$}"),
-            value,
-            json: Some(pointer),
-        }
+        Cell::at(format!("{value:.prec$}"), value, pointer)
+    }
+
+    /// A figure read from `results.json` at `pointer`, shown as `text`.
+    fn at(text: String, value: f64, pointer: String) -> Cell {
+        let json = Some(pointer);
+        Cell::Num { text, value, json }
     }
 
     /// A derived figure shown as `text`.
@@ -51,10 +53,7 @@ impl Cell {
 
     /// A ratio cell, `4.84x` (derived: it is computed from several figures), or `-`.
     pub fn ratio(r: Option<f64>) -> Cell {
-        match r {
-            Some(v) => Cell::derived(v, ratio(r)),
-            None => Cell::text("-"),
-        }
+        r.map_or(Cell::text("-"), |v| Cell::derived(v, ratio(r)))
     }
 
     /// The median of a [`Summary`] stored at `pointer` in `results.json`, with its spread:
@@ -64,20 +63,12 @@ impl Cell {
         if s.n > 1 {
             text += &format!(" ±{:.0}%", s.relative_spread() * 100.0);
         }
-        Cell::Num {
-            text,
-            value: s.median,
-            json: Some(format!("{pointer}/median")),
-        }
+        Cell::at(text, s.median, format!("{pointer}/median"))
     }
 
     /// A share (0 to 1) stored at `pointer`, shown as a percentage.
     pub fn share(v: f64, pointer: String) -> Cell {
-        Cell::Num {
-            text: format!("{:.1}%", v * 100.0),
-            value: v,
-            json: Some(pointer),
-        }
+        Cell::at(format!("{:.1}%", v * 100.0), v, pointer)
     }
 
     /// What the cell shows.
@@ -89,21 +80,15 @@ impl Cell {
     }
 }
 
-impl From<&str> for Cell {
-    fn from(s: &str) -> Cell {
-        Cell::text(s)
+impl<S: AsRef<str> + ?Sized> From<&S> for Cell {
+    fn from(s: &S) -> Cell {
+        Cell::text(s.as_ref())
     }
 }
 
 impl From<String> for Cell {
     fn from(s: String) -> Cell {
         Cell::Text(s)
-    }
-}
-
-impl From<&String> for Cell {
-    fn from(s: &String) -> Cell {
-        Cell::text(s)
     }
 }
 

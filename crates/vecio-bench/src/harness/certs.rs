@@ -114,13 +114,9 @@ fn run(mut cmd: Command) -> Result<()> {
     );
     let out = cmd.output().with_context(|| format!("cannot run {what}"))?;
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let first: Vec<&str> = err
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .take(4)
-            .collect();
-        bail!("{what} failed ({}): {}", out.status, first.join(" | "));
+        let err =
+            crate::harness::server::diagnostics(&String::from_utf8_lossy(&out.stderr), 4, false);
+        bail!("{what} failed ({}): {err}", out.status);
     }
     Ok(())
 }

@@ -73,24 +73,16 @@ pub fn track_child(pid: u32) -> Tracked {
 pub fn remove_all() -> usize {
     let mut r = registry();
     let entries = std::mem::take(&mut r.entries);
-    let paths: Vec<&PathBuf> = entries
-        .iter()
-        .rev()
-        .filter_map(|(_, e)| match e {
-            Entry::Path(p) => Some(p),
-            Entry::Child(_) => None,
-        })
-        .collect();
+    let (mut paths, mut children) = (Vec::new(), Vec::new());
+    for (_, e) in entries.iter().rev() {
+        match e {
+            Entry::Path(p) => paths.push(p),
+            Entry::Child(pid) => children.push(*pid),
+        }
+    }
     for p in &paths {
         detach_mounts_under(p);
     }
-    let children: Vec<u32> = entries
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Entry::Child(pid) => Some(*pid),
-            Entry::Path(_) => None,
-        })
-        .collect();
     stop_children(&children);
     // Once the children are gone no mount can appear any more: a server that was still
     // mounting when the first pass ran may have mounted since.
@@ -134,10 +126,9 @@ fn reaped(pid: rustix::process::Pid, nohang: bool) -> bool {
         WaitOptions::empty()
     };
     match waitpid(Some(pid), opts) {
-        Ok(Some(_)) => true,
         Ok(None) => false,
-        // ECHILD: already reaped by its owner, or not our child.
-        Err(_) => true,
+        // Reaped now; or ECHILD: already reaped by its owner, or not our child.
+        Ok(Some(_)) | Err(_) => true,
     }
 }
 
@@ -160,9 +151,7 @@ fn remove_path(p: &Path) {
 /// parents, and the removal fails naming it. `std::fs::remove_dir_all` descends into mounts,
 /// and would remove whatever a mount left in a scratch directory serves.
 pub fn remove_tree(dir: &Path) -> io::Result<()> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let root = rustix::fs::open(dir, flags, Mode::empty())?;
+    let root = rustix::fs::open(dir, DIR, rustix::fs::Mode::empty())?;
     let dev = rustix::fs::fstat(&root)?.st_dev;
     let mut kept = Vec::new();
     empty_on(&root, dev, dir, &mut kept)?;
@@ -175,6 +164,12 @@ pub fn remove_tree(dir: &Path) -> io::Result<()> {
     std::fs::remove_dir(dir)
 }
 
+/// How a directory is opened to be emptied: never through a symbolic link.
+const DIR: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+    .union(rustix::fs::OFlags::DIRECTORY)
+    .union(rustix::fs::OFlags::NOFOLLOW)
+    .union(rustix::fs::OFlags::CLOEXEC);
+
 /// Empties the directory `fd` (at `path`, on device `dev`) of everything on `dev`; what is
 /// kept because a mount covers it goes to `kept`.
 fn empty_on(
@@ -183,7 +178,7 @@ fn empty_on(
     path: &Path,
     kept: &mut Vec<PathBuf>,
 ) -> io::Result<()> {
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use rustix::fs::{AtFlags, FileType, Mode};
     use std::os::unix::ffi::OsStrExt;
     let mut names = Vec::new();
     for entry in rustix::fs::Dir::read_from(fd)? {
@@ -194,6 +189,12 @@ fn empty_on(
     }
     for name in names {
         let at = path.join(std::ffi::OsStr::from_bytes(name.as_bytes()));
+        let named =
+            |e: rustix::io::Errno| io::Error::new(e.kind(), format!("{}: {e}", at.display()));
+        let unlink = |flags| match rustix::fs::unlinkat(fd, name.as_c_str(), flags) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(named(e)),
+        };
         let st = match rustix::fs::statat(fd, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(rustix::io::Errno::NOENT) => continue,
@@ -206,20 +207,16 @@ fn empty_on(
         };
         if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
             // unlink(2) never crosses a mount (a mounted-over file fails with EBUSY).
-            match rustix::fs::unlinkat(fd, name.as_c_str(), AtFlags::empty()) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
-            }
+            unlink(AtFlags::empty())?;
             continue;
         }
         if st.st_dev != dev {
             let _ = rustix::mount::unmount(&at, rustix::mount::UnmountFlags::DETACH);
         }
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let sub = match rustix::fs::openat(fd, name.as_c_str(), flags, Mode::empty()) {
+        let sub = match rustix::fs::openat(fd, name.as_c_str(), DIR, Mode::empty()) {
             Ok(sub) => sub,
             Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
+            Err(e) => return Err(named(e)),
         };
         // Looked at through the open descriptor: a mount that appeared after the stat is seen.
         if rustix::fs::fstat(&sub)?.st_dev != dev {
@@ -229,10 +226,7 @@ fn empty_on(
         let before = kept.len();
         empty_on(&sub, dev, &at, kept)?;
         if kept.len() == before {
-            match rustix::fs::unlinkat(fd, name.as_c_str(), AtFlags::REMOVEDIR) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", at.display()))),
-            }
+            unlink(AtFlags::REMOVEDIR)?;
         }
     }
     Ok(())
@@ -356,16 +350,12 @@ pub const KINDS: [&str; 5] = ["scratch", "fuse", "callcost", "loop", "tree"];
 /// The process id in a `vecio-KIND-PID-XXXXXX` name: KIND one of [`KINDS`], XXXXXX the six
 /// letters and digits `tempfile` adds. Anything else is not vecio's and is never touched.
 fn stale_owner(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("vecio-")?;
-    let mut parts = rest.rsplitn(3, '-');
-    let random = parts.next()?;
-    let pid = parts.next()?;
-    let kind = parts.next()?;
+    let mut parts = name.strip_prefix("vecio-")?.rsplitn(3, '-');
+    let (random, pid, kind) = (parts.next()?, parts.next()?, parts.next()?);
     let random_ok = random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric());
-    let pid_ok = !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit());
-    (random_ok && pid_ok && KINDS.contains(&kind))
-        .then(|| pid.parse().ok())
-        .flatten()
+    // Digits only (parse alone takes `+7`); an empty pid does not parse.
+    let pid_ok = pid.chars().all(|c| c.is_ascii_digit());
+    (random_ok && pid_ok && KINDS.contains(&kind)).then(|| pid.parse().ok())?
 }
 
 #[cfg(test)]

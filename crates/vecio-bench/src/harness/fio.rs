@@ -27,14 +27,7 @@ pub enum FioRw {
 impl FioRw {
     /// The value fio expects after `--rw=`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FioRw::Read => "read",
-            FioRw::Write => "write",
-            FioRw::RandRead => "randread",
-            FioRw::RandWrite => "randwrite",
-            FioRw::ReadWrite => "rw",
-            FioRw::RandReadWrite => "randrw",
-        }
+        ["read", "write", "randread", "randwrite", "rw", "randrw"][self as usize]
     }
 }
 
@@ -52,11 +45,7 @@ pub enum FioEngine {
 impl FioEngine {
     /// The value fio expects after `--ioengine=`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FioEngine::Psync => "psync",
-            FioEngine::IoUring => "io_uring",
-            FioEngine::Nbd => "nbd",
-        }
+        ["psync", "io_uring", "nbd"][self as usize]
     }
 }
 
@@ -167,16 +156,11 @@ impl FioJob {
             .output()
             .with_context(|| format!("cannot start `{cmdline}` (is fio installed?)"))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let why = || first_lines(&String::from_utf8_lossy(&out.stderr), &stdout);
         if !out.status.success() {
-            bail!(
-                "`{cmdline}` failed ({}): {}",
-                out.status,
-                first_lines(&stderr, &stdout)
-            );
+            bail!("`{cmdline}` failed ({}): {}", out.status, why());
         }
-        parse_output(&stdout)
-            .with_context(|| format!("`{cmdline}`: {}", first_lines(&stderr, &stdout)))
+        parse_output(&stdout).with_context(|| format!("`{cmdline}`: {}", why()))
     }
 }
 
@@ -192,15 +176,11 @@ fn first_lines(stderr: &str, stdout: &str) -> String {
     } else {
         stderr
     };
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(8)
-        .collect();
+    let lines = crate::harness::server::diagnostics(text, 8, false);
     if lines.is_empty() {
         "fio printed nothing".to_string()
     } else {
-        lines.join(" | ")
+        lines
     }
 }
 
@@ -301,10 +281,8 @@ impl Direction {
 pub fn parse_output(stdout: &str) -> Result<FioResult> {
     let start = stdout.find('{').context("fio printed no JSON report")?;
     let mut stream = serde_json::Deserializer::from_str(&stdout[start..]).into_iter::<Report>();
-    let report = match stream.next() {
-        Some(r) => r.context("fio's JSON report does not parse")?,
-        None => bail!("fio printed no JSON report"),
-    };
+    let report = (stream.next().context("fio printed no JSON report")?)
+        .context("fio's JSON report does not parse")?;
     let job = report
         .jobs
         .first()

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::harness::rusage::Usage;
-use crate::harness::server::find_program;
+use crate::harness::server::{find_program, first_line};
 
 /// The random-read driver, run as `python3 -c SCRIPT SOCKET TLS_DIR BS DEPTH SECONDS`.
 const RANDREAD: &str = include_str!("nbd_randread.py");
@@ -97,22 +97,15 @@ pub fn python_with_nbd() -> Option<PathBuf> {
 /// The clients' versions: nbdcopy's first `--version` line, and `python3 VERSION, libnbd
 /// VERSION` for the driver; `unknown` where a tool does not answer.
 pub fn versions(python: &Path) -> Vec<String> {
-    let first_line = |cmd: &mut Command| {
-        cmd.output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| {
-                let text = String::from_utf8_lossy(&o.stdout).into_owned();
-                text.lines().next().map(|l| l.trim().to_string())
-            })
-            .unwrap_or_else(|| "unknown".into())
-    };
     let driver = "import sys, nbd\n\
                   print('python3 %s, libnbd %s' % (sys.version.split()[0], nbd.NBD().get_version()))";
-    vec![
-        first_line(Command::new("nbdcopy").arg("--version")),
-        first_line(Command::new(python).args(["-c", driver])),
+    let python = python.to_string_lossy();
+    [
+        first_line("nbdcopy", &["--version"]),
+        first_line(&python, &["-c", driver]),
     ]
+    .map(|v| v.unwrap_or_else(|| "unknown".into()))
+    .into()
 }
 
 /// Reads the whole export once with `nbdcopy ... URI null:`: one connection, `requests` reads
@@ -132,8 +125,7 @@ pub fn nbdcopy_read(
         .arg("--no-extents")
         .arg(to.uri())
         .arg("null:");
-    let (out, seconds, usage) = run_timed(cmd, "nbdcopy")?;
-    drop(out);
+    let (_, seconds, usage) = run_timed(cmd, "nbdcopy")?;
     Ok(ClientRun {
         requests: export_len.div_ceil(request_size),
         bytes: export_len,
@@ -174,8 +166,7 @@ fn run_timed(mut cmd: Command, what: &str) -> Result<(String, f64, Usage)> {
     let usage = Usage::children().context("getrusage")?.delta(&before);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+        let tail = crate::harness::server::diagnostics(&err, 3, true);
         bail!("{what} failed ({}): {tail}", out.status);
     }
     Ok((

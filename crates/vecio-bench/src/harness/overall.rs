@@ -2,10 +2,11 @@
 //! (docs/report.md, "The harness").
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar};
+
+use crate::harness::progress::{self, Ticker};
 
 /// The display every new progress bar joins while an [`Overall`] is running.
 static DISPLAY: Mutex<Option<MultiProgress>> = Mutex::new(None);
@@ -52,15 +53,14 @@ struct State {
 impl State {
     /// How far finished steps were off their estimates, within 0.5x..2x.
     fn scale(&self) -> f64 {
-        let est: f64 = self.steps[..self.took.len()]
+        let est: Duration = self.steps[..self.took.len()]
             .iter()
-            .map(|s| s.estimate.as_secs_f64())
+            .map(|s| s.estimate)
             .sum();
-        let took: f64 = self.took.iter().map(Duration::as_secs_f64).sum();
-        if est > 0.0 {
-            (took / est).clamp(0.5, 2.0)
-        } else {
-            1.0
+        let took: Duration = self.took.iter().sum();
+        match est.as_secs_f64() {
+            0.0 => 1.0,
+            est => (took.as_secs_f64() / est).clamp(0.5, 2.0),
         }
     }
 
@@ -112,7 +112,7 @@ pub fn fmt_secs(s: f64) -> String {
 pub struct Overall {
     state: Arc<Mutex<State>>,
     bar: ProgressBar,
-    ticker: Option<(std::sync::mpsc::Sender<()>, JoinHandle<()>)>,
+    ticker: Option<Ticker>,
 }
 
 impl Overall {
@@ -123,45 +123,24 @@ impl Overall {
             took: Vec::new(),
             current: None,
         }));
-        if !crate::harness::progress::enabled() {
-            return Overall {
-                state,
-                bar: ProgressBar::hidden(),
-                ticker: None,
-            };
+        if progress::enabled() {
+            *display() = Some(MultiProgress::new());
         }
-        let multi = MultiProgress::new();
-        let style = ProgressStyle::with_template("{prefix:>16} [{bar:30}] {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
-        let bar = multi.add(
-            ProgressBar::new(1000)
-                .with_style(style)
-                .with_prefix("bench all"),
-        );
-        *display() = Some(multi);
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        // Hidden when bars are off: then no thread moves it.
+        let bar = progress::new_bar(1000, "{msg}", "bench all");
         let (st, b) = (state.clone(), bar.clone());
-        let handle = std::thread::spawn(move || loop {
-            if let Ok(s) = st.lock() {
-                let run: f64 = s.took.iter().map(Duration::as_secs_f64).sum::<f64>()
-                    + s.current.map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
-                let (_, left) = s.left();
-                b.set_position((1000.0 * run / (run + left).max(1e-9)) as u64);
-                b.set_message(s.message());
-            }
-            if !matches!(
-                rx.recv_timeout(Duration::from_millis(200)),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-            ) {
-                break;
-            }
+        let ticker = (!bar.is_hidden()).then(|| {
+            Ticker::every(Duration::from_millis(200), move || {
+                if let Ok(s) = st.lock() {
+                    let run: f64 = s.took.iter().map(Duration::as_secs_f64).sum::<f64>()
+                        + s.current.map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
+                    let (_, left) = s.left();
+                    b.set_position((1000.0 * run / (run + left).max(1e-9)) as u64);
+                    b.set_message(s.message());
+                }
+            })
         });
-        Overall {
-            state,
-            bar,
-            ticker: Some((tx, handle)),
-        }
+        Overall { state, bar, ticker }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -197,10 +176,7 @@ impl Overall {
 
 impl Drop for Overall {
     fn drop(&mut self) {
-        if let Some((stop, handle)) = self.ticker.take() {
-            drop(stop);
-            let _ = handle.join();
-        }
+        drop(self.ticker.take());
         self.bar.finish_and_clear();
         *display() = None;
     }

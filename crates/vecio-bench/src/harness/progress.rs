@@ -11,9 +11,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 /// Environment variable that turns progress bars off when set (to anything).
 pub const NO_PROGRESS_ENV: &str = "VECIO_NO_PROGRESS";
 
-/// How often a timed phase's bar moves.
-const TICK: Duration = Duration::from_millis(100);
-
 /// True when progress bars are drawn: stderr is a terminal and `VECIO_NO_PROGRESS` is unset.
 pub fn enabled() -> bool {
     should_show(
@@ -27,35 +24,74 @@ fn should_show(stderr_is_terminal: bool, no_progress_set: bool) -> bool {
     stderr_is_terminal && !no_progress_set
 }
 
+/// A thread calling a function every `period` until dropped (which waits for it).
+#[derive(Debug)]
+pub struct Ticker(Option<(Sender<()>, JoinHandle<()>)>);
+
+impl Ticker {
+    /// Calls `tick` now and every `period` after.
+    pub fn every(period: Duration, mut tick: impl FnMut() + Send + 'static) -> Ticker {
+        let (tx, rx) = mpsc::channel::<()>();
+        let handle = std::thread::spawn(move || loop {
+            tick();
+            if !matches!(rx.recv_timeout(period), Err(RecvTimeoutError::Timeout)) {
+                break;
+            }
+        });
+        Ticker(Some((tx, handle)))
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        if let Some((stop, handle)) = self.0.take() {
+            drop(stop);
+            let _ = handle.join();
+        }
+    }
+}
+
+/// A bar of length `len` with `template` (`{prefix:>16} [{bar:30}] ...`), joining the
+/// overall display if one runs; a hidden one when bars are off.
+pub fn new_bar(len: u64, template: &str, label: &str) -> ProgressBar {
+    if !enabled() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template(&format!("{{prefix:>16}} [{{bar:30}}] {template}"))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let bar = ProgressBar::new(len)
+        .with_style(style)
+        .with_prefix(label.to_string());
+    crate::harness::overall::attach(bar)
+}
+
 /// One progress bar, cleared from the terminal when finished or dropped.
 #[derive(Debug)]
 pub struct Phase {
     bar: ProgressBar,
-    /// For timed phases: the thread moving the bar, stopped by dropping the sender.
-    ticker: Option<(Sender<()>, JoinHandle<()>)>,
+    /// For timed phases: the thread moving the bar by elapsed time.
+    ticker: Option<Ticker>,
 }
 
 impl Phase {
     /// A bar that fills over `duration` by elapsed time, for a measurement of fixed length.
     pub fn timed(label: &str, duration: Duration) -> Phase {
         let total_ms = duration.as_millis().max(1) as u64;
-        let bar = new_bar(
-            total_ms,
-            "{prefix:>16} [{bar:30}] {elapsed:>3} of {msg}",
-            label,
-        );
+        let bar = new_bar(total_ms, "{elapsed:>3} of {msg}", label);
         bar.set_message(format!("{:.1}s", duration.as_secs_f64()));
-        let ticker = (!bar.is_hidden()).then(|| spawn_ticker(bar.clone(), total_ms));
+        let (b, start) = (bar.clone(), Instant::now());
+        let ticker = (!bar.is_hidden()).then(|| {
+            Ticker::every(Duration::from_millis(100), move || {
+                b.set_position((start.elapsed().as_millis() as u64).min(total_ms))
+            })
+        });
         Phase { bar, ticker }
     }
 
     /// A bar counting bytes towards `total`; advance it with [`Phase::set_position`].
     pub fn bytes(label: &str, total: u64) -> Phase {
-        let bar = new_bar(
-            total,
-            "{prefix:>16} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-            label,
-        );
+        let bar = new_bar(total, "{bytes}/{total_bytes} {bytes_per_sec}", label);
         Phase { bar, ticker: None }
     }
 
@@ -64,48 +100,15 @@ impl Phase {
         self.bar.set_position(done);
     }
 
-    /// Stops the bar and clears it from the terminal.
-    pub fn finish(self) {
-        // Drop does the work.
-    }
+    /// Stops the bar and clears it from the terminal (as dropping it does).
+    pub fn finish(self) {}
 }
 
 impl Drop for Phase {
     fn drop(&mut self) {
-        if let Some((stop, handle)) = self.ticker.take() {
-            drop(stop);
-            let _ = handle.join();
-        }
+        drop(self.ticker.take());
         self.bar.finish_and_clear();
     }
-}
-
-/// A bar of length `len` with `template`, or a hidden one when bars are off.
-fn new_bar(len: u64, template: &str, label: &str) -> ProgressBar {
-    if !enabled() {
-        return ProgressBar::hidden();
-    }
-    let style = ProgressStyle::with_template(template)
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    crate::harness::overall::attach(
-        ProgressBar::new(len)
-            .with_style(style)
-            .with_prefix(label.to_string()),
-    )
-}
-
-/// Moves `bar` to the elapsed milliseconds every [`TICK`] until the sender is dropped.
-fn spawn_ticker(bar: ProgressBar, total_ms: u64) -> (Sender<()>, JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel::<()>();
-    let start = Instant::now();
-    let handle = std::thread::spawn(move || {
-        while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(TICK) {
-            let ms = start.elapsed().as_millis() as u64;
-            bar.set_position(ms.min(total_ms));
-        }
-    });
-    (tx, handle)
 }
 
 #[cfg(test)]

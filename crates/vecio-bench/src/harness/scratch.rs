@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use rand::RngCore;
 
+use crate::harness::cleanup::{self, ScratchDir, Tracked};
+
 /// Size of one fill write.
 pub const FILL_CHUNK: usize = 1 << 20;
 
@@ -34,9 +36,9 @@ pub struct ScratchFile {
     len: u64,
     origin: Origin,
     /// The temporary directory holding a created file; dropping it removes the directory.
-    _dir: Option<crate::harness::cleanup::ScratchDir>,
+    _dir: Option<ScratchDir>,
     /// A created file stays registered for removal if the run is stopped.
-    _tracked: Option<crate::harness::cleanup::Tracked>,
+    _tracked: Option<Tracked>,
 }
 
 impl ScratchFile {
@@ -54,24 +56,15 @@ impl ScratchFile {
         size: u64,
     ) -> Result<ScratchFile> {
         let phase = crate::harness::progress::Phase::bytes(label, size);
-        let scratch =
-            Self::prepare_with_progress(dir, path, size, &mut |done| phase.set_position(done))?;
-        phase.finish();
-        Ok(scratch)
+        Self::prepare_with_progress(dir, path, size, &mut |done| phase.set_position(done))
     }
 
     /// Prepares a file of at least `size` bytes, calling `progress` with the bytes written so
-    /// far while filling a created file.
-    ///
-    /// - `path` is a block device: used as it is (never written here); fails if smaller
-    ///   than `size`.
-    /// - `path` is an existing regular file of at least `size` bytes: used as it is, never
-    ///   truncated nor deleted. A smaller one is an error, not something to extend.
-    /// - `path` does not exist: created there, filled, deleted on drop.
-    /// - no `path`: created in a new temporary directory under `dir` (default: the current
-    ///   directory), filled, deleted with its directory on drop.
-    ///
-    /// Created files are `size` rounded up to [`FILL_ALIGN`].
+    /// far while filling a created file. A block device or an existing regular file at `path`
+    /// is used as it is (never written here, truncated nor deleted), and must hold `size`
+    /// bytes. A `path` that does not exist is created, filled and deleted on drop; without a
+    /// `path` the file goes in a new temporary directory under `dir` (default: the current
+    /// directory), removed on drop. Created files are `size` rounded up to [`FILL_ALIGN`].
     pub fn prepare_with_progress(
         dir: Option<&Path>,
         path: Option<PathBuf>,
@@ -81,28 +74,39 @@ impl ScratchFile {
         if size == 0 {
             bail!("scratch file size must be greater than zero");
         }
-        if let Some(path) = path {
-            match fs::metadata(&path) {
+        let (path, tmp) = match path {
+            Some(path) => match fs::metadata(&path) {
                 Ok(meta) => return Self::existing(path, &meta, size),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    let parent = match path.parent() {
-                        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                        _ => PathBuf::from("."),
-                    };
-                    ensure_free(&parent, size)?;
-                    return Self::create(path, None, size, progress);
+                    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+                    ensure_free(parent.unwrap_or(Path::new(".")), size)?;
+                    (path, None)
                 }
                 Err(e) => return Err(e).with_context(|| format!("cannot stat {}", path.display())),
+            },
+            None => {
+                let parent = match dir {
+                    Some(d) => d.to_path_buf(),
+                    None => std::env::current_dir().context("cannot find the current directory")?,
+                };
+                ensure_free(&parent, size)?;
+                let tmp = ScratchDir::new_in("scratch", &parent)?;
+                (tmp.path().join("scratch.dat"), Some(tmp))
             }
-        }
-        let parent = match dir {
-            Some(d) => d.to_path_buf(),
-            None => std::env::current_dir().context("cannot find the current directory")?,
         };
-        ensure_free(&parent, size)?;
-        let tmp = crate::harness::cleanup::ScratchDir::new_in("scratch", &parent)?;
-        let path = tmp.path().join("scratch.dat");
-        Self::create(path, Some(tmp), size, progress)
+        let len = size.div_ceil(FILL_ALIGN as u64) * FILL_ALIGN as u64;
+        // A file in a scratch directory goes with the directory; one at the user's path is
+        // registered on its own. From here on, dropping `file` removes what was created.
+        let file = ScratchFile {
+            _tracked: tmp.is_none().then(|| cleanup::track_path(&path)),
+            path,
+            len,
+            origin: Origin::Created,
+            _dir: tmp,
+        };
+        fill(&file.path, len, progress)
+            .with_context(|| format!("cannot fill scratch file {}", file.path.display()))?;
+        Ok(file)
     }
 
     /// Uses an existing file or device as it is, after checking its type and size.
@@ -138,32 +142,6 @@ impl ScratchFile {
         })
     }
 
-    /// Creates `path` (which must not exist) and fills it; on failure the file is removed.
-    fn create(
-        path: PathBuf,
-        dir: Option<crate::harness::cleanup::ScratchDir>,
-        size: u64,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<ScratchFile> {
-        let len = size.div_ceil(FILL_ALIGN as u64) * FILL_ALIGN as u64;
-        // A file in a scratch directory goes with the directory; one at the user's path is
-        // registered on its own.
-        let tracked = dir
-            .is_none()
-            .then(|| crate::harness::cleanup::track_path(&path));
-        // From here on, dropping `file` removes what was created, even on error.
-        let file = ScratchFile {
-            path,
-            len,
-            origin: Origin::Created,
-            _dir: dir,
-            _tracked: tracked,
-        };
-        fill(&file.path, len, progress)
-            .with_context(|| format!("cannot fill scratch file {}", file.path.display()))?;
-        Ok(file)
-    }
-
     /// Path of the file or device.
     pub fn path(&self) -> &Path {
         &self.path
@@ -188,10 +166,9 @@ impl ScratchFile {
 impl Drop for ScratchFile {
     fn drop(&mut self) {
         if self.origin == Origin::Created {
-            // Best effort: a scratch file that cannot be removed is not worth a panic.
+            // Best effort; `_dir`, if any, then removes the temporary directory.
             let _ = fs::remove_file(&self.path);
         }
-        // `self._dir`, if any, removes the temporary directory when dropped after this.
     }
 }
 

@@ -158,22 +158,16 @@ impl ServerProcess {
             rustix::process::Signal::TERM,
         );
         let deadline = Instant::now() + STOP_TIMEOUT;
-        loop {
+        while Instant::now() <= deadline {
             if let Some(usage) = wait4(pid, true)? {
                 return Ok(Some(usage));
-            }
-            if Instant::now() > deadline {
-                break;
             }
             std::thread::sleep(POLL);
         }
         tracing::warn!(server = %self.name, socket = %self.socket.display(), "no exit after SIGTERM; sending SIGKILL");
         child.kill()?;
-        loop {
-            if let Some(usage) = wait4(pid, false)? {
-                return Ok(Some(usage));
-            }
-        }
+        // Without WNOHANG, wait4 returns once the child is gone.
+        wait4(pid, false)
     }
 }
 
@@ -238,12 +232,21 @@ fn log_tail(log: &Path) -> String {
         let _ = f.seek(SeekFrom::Start(len.saturating_sub(2048)));
         let _ = f.read_to_string(&mut text);
     }
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() {
-        "it printed nothing".to_string()
-    } else {
-        lines[lines.len().saturating_sub(4)..].join(" | ")
+    match diagnostics(&text, 4, true) {
+        t if t.is_empty() => "it printed nothing".to_string(),
+        t => t,
     }
+}
+
+/// `n` non-blank lines of `text`, the first or the `last`, joined by ` | `: a program's
+/// diagnostics on one line of an error message.
+pub fn diagnostics(text: &str, n: usize, last: bool) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let (from, to) = match last {
+        true => (lines.len().saturating_sub(n), lines.len()),
+        false => (0, n.min(lines.len())),
+    };
+    lines[from..to].join(" | ")
 }
 
 /// The full path of `program` found in `PATH`, if it is there and executable.
@@ -260,10 +263,8 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
 
 /// The first line `program args` prints on stdout (or stderr), when it runs and succeeds.
 pub fn first_line(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
+    let out = Command::new(program).args(args).output();
+    let out = out.ok().filter(|o| o.status.success())?;
     let text = if out.stdout.is_empty() {
         out.stderr
     } else {

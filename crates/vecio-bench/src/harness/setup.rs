@@ -60,18 +60,24 @@ impl Setup {
 
 /// The peer tools' versions.
 pub fn tools() -> Vec<Tool> {
-    let tool = |name: &str, version: Option<String>| Tool {
+    let version = |name: &str| first_line(name, &["--version"]);
+    let libfuse = first_line("pkg-config", &["--modversion", "fuse3"])
+        .map(|v| format!("libfuse {v}"))
+        .or_else(|| version("fusermount3"));
+    [
+        ("fio", version("fio")),
+        ("qemu-nbd", version("qemu-nbd")),
+        ("nbdkit", version("nbdkit")),
+        ("libnbd", libnbd_version()),
+        ("libfuse", libfuse),
+        ("valgrind", version("valgrind")),
+    ]
+    .into_iter()
+    .map(|(name, version)| Tool {
         name: name.to_string(),
         version,
-    };
-    vec![
-        tool("fio", first_line("fio", &["--version"])),
-        tool("qemu-nbd", first_line("qemu-nbd", &["--version"])),
-        tool("nbdkit", first_line("nbdkit", &["--version"])),
-        tool("libnbd", libnbd_version()),
-        tool("libfuse", libfuse_version()),
-        tool("valgrind", first_line("valgrind", &["--version"])),
-    ]
+    })
+    .collect()
 }
 
 /// libnbd's version, from `nbdinfo --version` (which prints its own line, then libnbd's).
@@ -90,20 +96,9 @@ fn vecio_info(exe: &Path, dir: &Path) -> Option<serde_json::Value> {
         .arg("info")
         .arg("--json")
         .arg(dir)
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
+        .output();
+    let out = out.ok().filter(|o| o.status.success())?;
     serde_json::from_slice(&out.stdout).ok()
-}
-
-/// libfuse's version: `pkg-config --modversion fuse3`, else `fusermount3 --version`.
-fn libfuse_version() -> Option<String> {
-    if let Some(v) = first_line("pkg-config", &["--modversion", "fuse3"]) {
-        return Some(format!("libfuse {v}"));
-    }
-    first_line("fusermount3", &["--version"])
 }
 
 /// Queue settings worth a line in a report.
@@ -141,15 +136,10 @@ fn scratch_lines(info: &serde_json::Value) -> Vec<(String, String)> {
         out.push(("queue".to_string(), shown.join(", ")));
     }
     if let Some(a) = info.get("dio_align").filter(|a| !a.is_null()) {
-        out.push((
-            "direct I/O".to_string(),
-            format!(
-                "alignment {} B in memory, {} B on disk (from {})",
-                a["mem"],
-                a["offset"],
-                a["source"].as_str().unwrap_or("?")
-            ),
-        ));
+        let (mem, offset) = (&a["mem"], &a["offset"]);
+        let source = a["source"].as_str().unwrap_or("?");
+        let text = format!("alignment {mem} B in memory, {offset} B on disk (from {source})");
+        out.push(("direct I/O".to_string(), text));
     }
     let flags: Vec<String> = PROBES
         .iter()
@@ -171,29 +161,29 @@ fn scratch_lines(info: &serde_json::Value) -> Vec<(String, String)> {
 }
 
 /// The "set-up here" lines of a report section whose experiment recorded `meta` (machine, file,
-/// filesystem, device and queue, what the kernel allowed on the scratch directory), with `extra` lines about
-/// its own settings and the versions of `tools`.
+/// filesystem, device and queue, what the kernel allowed on the scratch directory), with
+/// `extra` lines about its own settings and the versions of `tools`.
 pub fn lines(
     setup: Option<&Setup>,
     meta: &RunMeta,
     extra: Vec<(&str, String)>,
     tools: &[&str],
 ) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    let mut push = |k: &str, v: String| out.push((k.to_string(), v));
-    push(
-        "measured",
-        format!("{} UTC: {}", meta.date_utc, meta.command),
-    );
     let mem = setup
         .and_then(|s| s.mem_total)
         .map_or(String::new(), |m| format!(", {} of memory", fmt_bytes(m)));
-    push(
-        "machine",
-        format!("kernel {}, {} CPUs{mem}", meta.kernel, meta.cpus),
-    );
-    push("file", format!("{} on {}", meta.file, meta.fs));
-    push("device", meta.device.clone());
+    let mut out: Vec<(String, String)> = vec![
+        (
+            "measured".into(),
+            format!("{} UTC: {}", meta.date_utc, meta.command),
+        ),
+        (
+            "machine".into(),
+            format!("kernel {}, {} CPUs{mem}", meta.kernel, meta.cpus),
+        ),
+        ("file".into(), format!("{} on {}", meta.file, meta.fs)),
+        ("device".into(), meta.device.clone()),
+    ];
     if let Some(i) = setup.and_then(|s| s.scratch.as_ref()) {
         out.extend(scratch_lines(i));
     }

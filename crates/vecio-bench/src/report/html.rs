@@ -58,49 +58,42 @@ fn mark(met: bool) -> &'static str {
     }
 }
 
-/// The summary: one table per unit, so every column holds one unit, named in its header.
-fn summary(sections: &[Section]) -> String {
-    let mut out = String::new();
-    for (unit, group) in by_unit(&super::summary_rows(sections)) {
-        out += &format!(
-            "<h3>{}</h3>\n{}",
-            esc(unit_heading(unit)),
-            unit_table(unit, &group, sections)
-        );
-    }
-    out
-}
-
 /// The anchor of the section `row` belongs to.
 fn anchor_of<'a>(sections: &'a [Section], row: &SummaryRow) -> &'a str {
     let mine = |s: &&Section| s.summary.iter().any(|x| std::ptr::eq(x, row));
     sections.iter().find(mine).map_or("", |s| s.anchor.as_str())
 }
 
-fn unit_table(unit: &str, rows: &[&SummaryRow], sections: &[Section]) -> String {
-    let mut out = format!(
-        "<table class=\"summary-table\" data-unit=\"{}\">\n",
-        esc(unit)
-    );
-    out += &header(unit_header(unit));
-    for r in rows {
-        let target = match &r.target {
-            Some(v) => format!("{} {}", mark(v.met), esc(&v.want)),
-            None => "-".into(),
-        };
+/// The summary: one table per unit, so every column holds one unit, named in its header.
+fn summary(sections: &[Section]) -> String {
+    let mut out = String::new();
+    for (unit, rows) in by_unit(&super::summary_rows(sections)) {
         out += &format!(
-            "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"num\">{}</td><td>{target}</td></tr>\n",
-            anchor_of(sections, r),
-            r.seed,
-            esc(&r.result),
-            esc(&r.seed_figure),
-            esc(&r.vecio),
-            esc(&r.peer),
-            num(r.ratio, 2),
+            "<h3>{}</h3>\n<table class=\"summary-table\" data-unit=\"{}\">\n",
+            esc(unit_heading(unit)),
+            esc(unit)
         );
+        out += &header(unit_header(unit));
+        for r in rows {
+            let target = match &r.target {
+                Some(v) => format!("{} {}", mark(v.met), esc(&v.want)),
+                None => "-".into(),
+            };
+            out += &format!(
+                "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td class=\"num\">{}</td><td>{target}</td></tr>\n",
+                anchor_of(sections, r),
+                r.seed,
+                esc(&r.result),
+                esc(&r.seed_figure),
+                esc(&r.vecio),
+                esc(&r.peer),
+                num(r.ratio, 2),
+            );
+        }
+        out += "</table>\n";
     }
-    out + "</table>\n"
+    out
 }
 
 /// The first screen: how many of the sections' targets were met, and one line per section:
@@ -118,9 +111,8 @@ fn verdict(sections: &[Section]) -> String {
         let s = v.section;
         let mark = match (v.mark(), &s.not_measured) {
             (_, Some(_)) => "<span class=\"miss\">not measured</span>".to_string(),
-            ("ok", _) => format!("{} {} of {}", mark(true), v.met, v.total),
-            ("MISS", _) => format!("{} {} of {}", mark(false), v.met, v.total),
-            _ => "-".to_string(),
+            ("-", _) => "-".to_string(),
+            (m, _) => format!("{} {} of {}", mark(m == "ok"), v.met, v.total),
         };
         out += &format!(
             "<tr data-seed=\"{}\"><td><a href=\"#{}\">{} {}</a><br><small>{}</small></td>\
@@ -203,11 +195,8 @@ fn section(s: &Section) -> String {
     }
     out += "</table>\n";
     if let Some(why) = &s.not_measured {
-        out += &format!(
-            "<p class=\"not-measured\">Not measured: {}</p>\n</section>\n",
-            esc(why)
-        );
-        return out;
+        let why = esc(why);
+        return out + &format!("<p class=\"not-measured\">Not measured: {why}</p>\n</section>\n");
     }
     out += "<h3>Set-up here</h3>\n";
     out += &setup_table(&s.setup);
@@ -269,10 +258,9 @@ pub fn render(r: &AllResults, sections: &[Section]) -> String {
     for s in sections {
         out += &section(s);
     }
-    out += &format!(
+    out + &format!(
         "<p id=\"report-check\" hidden>not checked</p>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
-    );
-    out
+    )
 }
 
 /// Under the summary: the experiments not measured, and the machine and tools.
@@ -291,14 +279,9 @@ fn not_measured_and_setup(r: &AllResults) -> String {
         out += "</ul>\n";
     }
     if let Some(s) = &r.setup {
-        let mut lines = vec![(
-            "machine".to_string(),
-            format!(
-                "kernel {}, {} CPUs",
-                s.kernel.as_deref().unwrap_or("?"),
-                s.cpus
-            ),
-        )];
+        let kernel = s.kernel.as_deref().unwrap_or("?");
+        let machine = format!("kernel {kernel}, {} CPUs", s.cpus);
+        let mut lines = vec![("machine".to_string(), machine)];
         for t in &s.tools {
             let v = t.version.clone().unwrap_or_else(|| "not installed".into());
             lines.push((t.name.clone(), v));

@@ -2,7 +2,7 @@
 
 use super::summary::{by_unit, cells, unit_header, unit_heading};
 use super::verdict::{documents, target_count, verdicts};
-use crate::experiment::table::DataTable;
+use crate::experiment::table::{Cell, DataTable};
 use crate::experiment::Section;
 use crate::results::AllResults;
 
@@ -11,32 +11,25 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        header
-            .iter()
-            .map(|h| cell(h))
-            .collect::<Vec<_>>()
-            .join(" | "),
-        "---|".repeat(header.len())
-    );
+fn table<R: AsRef<[String]>>(header: &[String], rows: impl IntoIterator<Item = R>) -> String {
+    let row = |cells: &[String]| {
+        let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    let mut out = row(header) + &format!("|{}\n", "---|".repeat(header.len()));
     for r in rows {
-        out += &format!(
-            "| {} |\n",
-            r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
-        );
+        out += &row(r.as_ref());
     }
     out
 }
 
 fn data_table(t: &DataTable) -> String {
-    let rows: Vec<Vec<String>> = t
-        .rows
-        .iter()
-        .map(|r| r.iter().map(|c| c.shown().to_string()).collect())
-        .collect();
-    format!("**{}**\n\n{}\n", t.title, table(&t.header, &rows))
+    let shown = |r: &Vec<Cell>| r.iter().map(|c| c.shown().to_string()).collect::<Vec<_>>();
+    format!(
+        "**{}**\n\n{}\n",
+        t.title,
+        table(&t.header, t.rows.iter().map(shown))
+    )
 }
 
 fn section(s: &Section) -> String {
@@ -45,23 +38,16 @@ fn section(s: &Section) -> String {
         "## Seed {}: {}\n\nSource: `seeds/{}`. {}\n\n### What it claimed\n\n",
         seed.id, seed.title, seed.file, seed.method
     );
-    let claims: Vec<Vec<String>> = seed
-        .claims
-        .iter()
-        .map(|c| vec![format!("\"{}\"", c.quote), c.figure.to_string()])
-        .collect();
-    out += &table(&["the seed's words".into(), "figure".into()], &claims);
+    let claims = seed.claims.iter();
+    let claims = claims.map(|c| vec![format!("\"{}\"", c.quote), c.figure.to_string()]);
+    out += &table(&["the seed's words".into(), "figure".into()], claims);
     out += "\n";
     if let Some(why) = &s.not_measured {
         return out + &format!("**Not measured:** {why}\n\n");
     }
     out += "### Set-up here\n\n";
-    let setup: Vec<Vec<String>> = s
-        .setup
-        .iter()
-        .map(|(k, v)| vec![k.clone(), v.clone()])
-        .collect();
-    out += &table(&["what".into(), "here".into()], &setup);
+    let setup = s.setup.iter().map(|(k, v)| vec![k.clone(), v.clone()]);
+    out += &table(&["what".into(), "here".into()], setup);
     out += "\n### Measured\n\n";
     for t in &s.tables {
         out += &data_table(t);
@@ -92,22 +78,19 @@ fn section(s: &Section) -> String {
 fn verdict(sections: &[Section]) -> String {
     let (met, total) = target_count(sections);
     let mut out = format!("## Verdict: {met} of {total} targets met\n\n");
-    let lines: Vec<Vec<String>> = verdicts(sections)
-        .into_iter()
-        .map(|v| {
-            let seed = v.section.seed;
-            vec![
-                format!("{} ({})", seed.id, seed.date),
-                seed.headline.to_string(),
-                format!("{}: {}", v.result, v.vecio),
-                v.peer.clone(),
-                match &v.section.not_measured {
-                    Some(_) => "not measured".into(),
-                    None => format!("{} {} of {}", v.mark(), v.met, v.total),
-                },
-            ]
-        })
-        .collect();
+    let lines = verdicts(sections).into_iter().map(|v| {
+        let seed = v.section.seed;
+        vec![
+            format!("{} ({})", seed.id, seed.date),
+            seed.headline.to_string(),
+            format!("{}: {}", v.result, v.vecio),
+            v.peer.clone(),
+            match &v.section.not_measured {
+                Some(_) => "not measured".into(),
+                None => format!("{} {} of {}", v.mark(), v.met, v.total),
+            },
+        ]
+    });
     let header = [
         "source document",
         "it claimed",
@@ -115,23 +98,20 @@ fn verdict(sections: &[Section]) -> String {
         "best other program",
         "targets",
     ];
-    out += &table(&header.map(String::from), &lines);
+    out += &table(&header.map(String::from), lines);
     out += "\n## The source documents\n\n";
-    let docs: Vec<Vec<String>> = documents(sections)
-        .iter()
-        .map(|s| {
-            let p = s.seed;
-            vec![
-                p.id.to_string(),
-                p.date.to_string(),
-                format!("{} ({})", p.title, p.author),
-                p.headline.to_string(),
-            ]
-        })
-        .collect();
+    let docs = documents(sections).into_iter().map(|s| {
+        let p = s.seed;
+        vec![
+            p.id.to_string(),
+            p.date.to_string(),
+            format!("{} ({})", p.title, p.author),
+            p.headline.to_string(),
+        ]
+    });
     out += &table(
         &["seed", "date", "title and author", "claim"].map(String::from),
-        &docs,
+        docs,
     );
     out
 }
@@ -152,9 +132,8 @@ pub fn render(r: &AllResults, sections: &[Section]) -> String {
     out += &verdict(sections);
     out += "\n## Summary\n\n";
     for (unit, group) in by_unit(&super::summary_rows(sections)) {
-        let summary: Vec<Vec<String>> = group.iter().map(|x| cells(x).to_vec()).collect();
         out += &format!("### {}\n\n", unit_heading(unit));
-        out += &table(&unit_header(unit), &summary);
+        out += &table(&unit_header(unit), group.iter().map(|x| cells(x)));
         out += "\n";
     }
     for n in &r.not_measured {

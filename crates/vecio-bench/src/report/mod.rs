@@ -26,7 +26,10 @@ pub fn sections(r: &AllResults, experiments: &[&dyn Entry]) -> Result<Vec<Sectio
     for e in experiments {
         let mut s = match r.report(e.key()) {
             Some(v) => e.section(v, r.setup.as_ref())?,
-            None => Section::not_measured(e.key(), e.seed(), why_missing(r, e.key())),
+            None => {
+                let why = r.why_not(e.key()).unwrap_or("not in this results file");
+                Section::not_measured(e.key(), e.seed(), why)
+            }
         };
         s.summary = e.summary(r.report(e.key()));
         for row in &mut s.summary {
@@ -50,13 +53,6 @@ pub fn sections(r: &AllResults, experiments: &[&dyn Entry]) -> Result<Vec<Sectio
 /// Every section's summary rows, in order.
 pub fn summary_rows(sections: &[Section]) -> Vec<&SummaryRow> {
     sections.iter().flat_map(|s| &s.summary).collect()
-}
-
-/// Why experiment `key` has no figures in `r`.
-fn why_missing(r: &AllResults, key: &str) -> String {
-    r.why_not(key)
-        .map(str::to_string)
-        .unwrap_or_else(|| "not in this results file".to_string())
 }
 
 /// Draws every plot of `sections` as SVG.
@@ -88,18 +84,18 @@ pub fn write(dir: &Path, r: &AllResults, experiments: &[&dyn Entry]) -> Result<R
     draw(&mut sections)?;
     let json = dir.join("results.json");
     r.save(&json)?;
+    let put = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        anyhow::Ok(path)
+    };
     let mut plots = 0;
     for p in sections.iter().flat_map(|s| &s.plots) {
-        let path = dir.join("plots").join(format!("{}.svg", p.id));
-        std::fs::write(&path, &p.svg).with_context(|| format!("writing {}", path.display()))?;
+        put(&format!("plots/{}.svg", p.id), &p.svg)?;
         plots += 1;
     }
-    let html = dir.join("index.html");
-    std::fs::write(&html, html::render(r, &sections))
-        .with_context(|| format!("writing {}", html.display()))?;
-    let markdown = dir.join("report.md");
-    std::fs::write(&markdown, markdown::render(r, &sections))
-        .with_context(|| format!("writing {}", markdown.display()))?;
+    let html = put("index.html", &html::render(r, &sections))?;
+    let markdown = put("report.md", &markdown::render(r, &sections))?;
     Ok(ReportFiles {
         html,
         markdown,

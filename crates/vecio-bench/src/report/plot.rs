@@ -5,7 +5,9 @@
 use std::ops::Range;
 
 use anyhow::{anyhow, Result};
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::experiment::chart::{Bars, Chart, Line, Lines};
 
@@ -46,29 +48,24 @@ enum Key {
 
 /// Draws `keys` one per line on `area` (the strip under the plot), from its top left.
 fn legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
+    area: &DrawingArea<DB, Shift>,
     keys: &[(String, Key)],
     left: i32,
 ) -> Result<()> {
     for (i, (name, key)) in keys.iter().enumerate() {
         let y = 4 + (i as u32 * KEY_LINE) as i32 + KEY_LINE as i32 / 2;
-        match key {
-            Key::Bar(c) => area
-                .draw(&Rectangle::new(
-                    [(left, y - 5), (left + 14, y + 5)],
-                    c.filled(),
-                ))
-                .map_err(err)?,
-            Key::Stroke(style) => area
-                .draw(&PathElement::new(vec![(left, y), (left + 14, y)], *style))
-                .map_err(err)?,
-        }
-        let font = TextStyle::from(("sans-serif", 14).into_font()).pos(
-            plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Left,
-                plotters::style::text_anchor::VPos::Center,
-            ),
-        );
+        let drawn = match key {
+            Key::Bar(c) => area.draw(&Rectangle::new(
+                [(left, y - 5), (left + 14, y + 5)],
+                c.filled(),
+            )),
+            Key::Stroke(style) => {
+                area.draw(&PathElement::new(vec![(left, y), (left + 14, y)], *style))
+            }
+        };
+        drawn.map_err(err)?;
+        let font =
+            TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
         area.draw(&Text::new(name.clone(), (left + 22, y), font))
             .map_err(err)?;
     }
@@ -164,19 +161,12 @@ macro_rules! bar_chart {
                 }))
                 .map_err(err)?;
         }
-        let marks: Vec<((f64, f64), f64)> = spec
-            .groups
-            .iter()
-            .enumerate()
-            .flat_map(|(gi, g)| {
-                g.values
-                    .iter()
-                    .enumerate()
-                    .filter_map(move |(si, v)| Some((slot(gi, si), (*v)?.mark?)))
-            })
-            .collect();
+        let marks = spec.groups.iter().enumerate().flat_map(|(gi, g)| {
+            let marks = g.values.iter().enumerate();
+            marks.filter_map(move |(si, v)| Some((slot(gi, si), (*v)?.mark?)))
+        });
         chart
-            .draw_series(marks.iter().map(|&((a, b), y)| {
+            .draw_series(marks.map(|((a, b), y)| {
                 PathElement::new(
                     vec![(a, y.max(base)), (b, y.max(base))],
                     MARK.stroke_width(3),
@@ -205,12 +195,7 @@ pub fn bars(spec: &Bars) -> Result<String> {
     if marked {
         keys.push((spec.mark_label.clone(), Key::Stroke(MARK.stroke_width(3))));
     }
-    let size = (BARS.0, BARS.1 + legend_height(keys.len()));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let (plot_area, key_area) = root.split_vertically(BARS.1);
+    svg(BARS, &keys, 76, |plot_area| {
         let heights = || {
             spec.groups
                 .iter()
@@ -220,11 +205,30 @@ pub fn bars(spec: &Bars) -> Result<String> {
         let top = heights().fold(0.0f64, f64::max);
         if spans_decades(heights()) {
             let lo = heights().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / 1.5;
-            bar_chart!(&plot_area, spec, (lo..top * 1.5).log_scale(), lo);
+            bar_chart!(plot_area, spec, (lo..top * 1.5).log_scale(), lo);
         } else {
-            bar_chart!(&plot_area, spec, 0f64..(top * 1.05).max(1e-9), 0.0);
+            bar_chart!(plot_area, spec, 0f64..(top * 1.05).max(1e-9), 0.0);
         }
-        legend(&key_area, &keys, 76)?;
+        Ok(())
+    })
+}
+
+/// An SVG document: the plot `draw` makes on an area of `size`, and the legend `keys` under
+/// it from `left`.
+fn svg(
+    size: (u32, u32),
+    keys: &[(String, Key)],
+    left: i32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<()>,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let full = (size.0, size.1 + legend_height(keys.len()));
+        let root = SVGBackend::with_string(&mut svg, full).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (plot_area, key_area) = root.split_vertically(size.1);
+        draw(&plot_area)?;
+        legend(&key_area, keys, left)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -282,38 +286,27 @@ macro_rules! line_chart {
 /// Draws `spec` as SVG: the legend under the plot, the axes fitted to the curves (log y from
 /// just under the lowest point to just over the highest).
 pub fn lines(spec: &Lines) -> Result<String> {
+    let stroke = |i| Key::Stroke(Palette99::pick(i).to_rgba().stroke_width(2));
     let keys: Vec<(String, Key)> = spec
         .lines
         .iter()
         .enumerate()
-        .map(|(i, l)| {
-            (
-                l.name.clone(),
-                Key::Stroke(Palette99::pick(i).to_rgba().stroke_width(2)),
-            )
-        })
+        .map(|(i, l)| (l.name.clone(), stroke(i)))
         .collect();
-    let size = (LINES.0, LINES.1 + legend_height(keys.len()));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let (plot_area, key_area) = root.split_vertically(LINES.1);
+    svg(LINES, &keys, 66, |plot_area| {
         let x = extent(&spec.lines, |p| p.0);
         let y = extent(&spec.lines, |p| p.1);
         if spec.log_y {
             let lo = (y.start.max(1e-3) / 1.3).max(1e-3);
             let hi = (y.end * 1.3).max(lo * 10.0);
-            line_chart!(&plot_area, spec, x, (lo..hi).log_scale());
+            line_chart!(plot_area, spec, x, (lo..hi).log_scale());
         } else {
             let lo = y.start.min(0.0);
             let hi = if y.end > 0.0 { y.end * 1.05 } else { 1.0 };
-            line_chart!(&plot_area, spec, x, lo..hi);
+            line_chart!(plot_area, spec, x, lo..hi);
         }
-        legend(&key_area, &keys, 66)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 #[cfg(test)]

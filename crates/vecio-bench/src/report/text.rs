@@ -45,8 +45,8 @@ pub fn section(s: &Section) -> String {
     for n in &s.notes {
         out += &format!("\n{n}\n");
     }
-    let met = s.targets.iter().filter(|t| t.met).count();
-    out += &format!("\nTargets: {met} of {} targets met\n", s.targets.len());
+    let (met, total) = target_count(std::slice::from_ref(s));
+    out += &format!("\nTargets: {met} of {total} targets met\n");
     for t in &s.targets {
         out += &format!("  [{}] {}\n", if t.met { " ok " } else { "MISS" }, t.text);
     }
@@ -94,12 +94,10 @@ pub fn summary(r: &AllResults, sections: &[Section]) -> String {
     );
     if let Some(s) = &r.setup {
         let fs = s.scratch.as_ref().and_then(|i| i["fs"].as_str());
+        let (fs, kernel) = (fs.unwrap_or("?"), s.kernel.as_deref().unwrap_or("?"));
         out += &format!(
-            " ({} UTC, kernel {}, {} CPUs, {})",
-            s.date_utc,
-            s.kernel.as_deref().unwrap_or("?"),
-            s.cpus,
-            fs.unwrap_or("?")
+            " ({} UTC, kernel {kernel}, {} CPUs, {fs})",
+            s.date_utc, s.cpus
         );
     }
     if r.quick {

@@ -76,14 +76,11 @@ pub fn verdicts(sections: &[Section]) -> Vec<VerdictLine<'_>> {
         .collect()
 }
 
-/// The sections of distinct source documents, in order: one per seed.
+/// The sections of distinct source documents, in order: one per seed (the sections of a seed
+/// are next to each other, as [`super::sections`] sorts them).
 pub fn documents(sections: &[Section]) -> Vec<&Section> {
-    let mut out: Vec<&Section> = Vec::new();
-    for s in sections {
-        if !out.iter().any(|d| d.seed.id == s.seed.id) {
-            out.push(s);
-        }
-    }
+    let mut out: Vec<&Section> = sections.iter().collect();
+    out.dedup_by_key(|s| s.seed.id);
     out
 }
 
