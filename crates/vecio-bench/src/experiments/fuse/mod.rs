@@ -260,39 +260,39 @@ fn libfuse_peers(
     opts: &FuseOptions,
     passthrough_hp: Option<PathBuf>,
 ) -> (Vec<(String, PathBuf)>, std::result::Result<String, String>) {
+    let version = libfuse_version();
     let cache = std::env::temp_dir().join(format!(
         "vecio-libfuse-examples-{}",
-        libfuse_version().unwrap_or_default()
+        version.clone().unwrap_or_default()
     ));
-    let (mut libfuse_bins, libfuse) = if !opts.no_libfuse {
-        match subjects::build_libfuse_examples(&cache) {
-            Ok(b) => (b, Ok(libfuse_version().unwrap_or_else(|| "unknown".into()))),
-            Err(why) => (Vec::new(), Err(why)),
-        }
-    } else {
-        (Vec::new(), Err("not asked for (--no-libfuse)".into()))
+    let built = match opts.no_libfuse {
+        true => Err("not asked for (--no-libfuse)".to_string()),
+        false => subjects::build_libfuse_examples(&cache),
     };
+    let libfuse = built
+        .as_ref()
+        .map(|_| version.unwrap_or_else(|| "unknown".into()));
+    let libfuse = libfuse.map_err(Clone::clone);
+    let mut bins = built.unwrap_or_default();
     if let Some(hp) = passthrough_hp {
-        libfuse_bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
-        libfuse_bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp));
+        bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
+        bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp));
     }
-    (libfuse_bins, libfuse)
+    (bins, libfuse)
 }
 
 /// One cell per planned (subject, O_DIRECT or buffered) and operation, nothing measured yet.
 fn empty_cells(plan: &[(usize, bool)], subjects: &[Subject]) -> Vec<Cell> {
-    let ops = [Op::Readv, Op::Writev];
-    plan.iter()
-        .flat_map(|&(i, direct)| ops.iter().map(move |&op| (i, direct, op)))
-        .map(|(i, direct, op)| Cell {
-            subject: subjects[i].name.clone(),
-            op,
-            direct,
-            mb_s: None,
-            samples: Vec::new(),
-            error: None,
-        })
-        .collect()
+    let cell = |(i, direct): (usize, bool), op| Cell {
+        subject: subjects[i].name.clone(),
+        op,
+        direct,
+        mb_s: None,
+        samples: Vec::new(),
+        error: None,
+    };
+    let ops = |&p| [cell(p, Op::Readv), cell(p, Op::Writev)];
+    plan.iter().flat_map(ops).collect()
 }
 
 /// Measures every cell `opts.common.repeat` times through its subject's mount; a cell whose calls
@@ -303,26 +303,13 @@ fn measure_all(
     mounted: &[subjects::Mounted],
     opts: &FuseOptions,
 ) {
-    let phase = Phase::timed(
-        "bench fuse",
-        opts.common.runtime * (cells.len() as u32 * opts.common.repeat),
-    );
-    for _ in 0..opts.common.repeat {
-        for cell in cells.iter_mut() {
-            if cell.error.is_some() {
-                continue;
-            }
-            let i = subjects
-                .iter()
-                .position(|s| s.name == cell.subject)
-                .unwrap_or(0);
-            match workload::measure(
-                &mounted[i].file,
-                cell.op,
-                cell.direct,
-                opts.size,
-                opts.common.runtime,
-            ) {
+    let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
+    let phase = Phase::timed("bench fuse", runtime * (cells.len() as u32 * repeat));
+    for _ in 0..repeat {
+        for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
+            let i = subjects.iter().position(|s| s.name == cell.subject);
+            let file = &mounted[i.unwrap_or(0)].file;
+            match workload::measure(file, cell.op, cell.direct, opts.size, runtime) {
                 Ok(mb) => cell.samples.push(mb),
                 Err(e) => cell.error = Some(errno_name(&e)),
             }

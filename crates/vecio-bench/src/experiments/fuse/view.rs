@@ -170,16 +170,12 @@ fn seed_figures(op: Op) -> (f64, f64) {
 /// The cell of `subject`, `op`, direct or not, as a table cell: its MB/s with its JSON pointer,
 /// the error that stopped it, or `-`.
 fn mb_cell(f: &FuseReport, subject: &str, op: Op, direct: bool) -> Cell {
-    let found = f
-        .cells
-        .iter()
-        .position(|c| c.subject == subject && c.op == op && c.direct == direct);
-    let Some(ci) = found else {
-        return Cell::text("-");
-    };
-    match &f.cells[ci] {
-        FuseCell { error: Some(e), .. } => Cell::text(format!("error: {e}")),
-        FuseCell { mb_s: Some(s), .. } => Cell::summary(s, 1, format!("/fuse/cells/{ci}/mb_s")),
+    let mine = |c: &&FuseCell| c.subject == subject && c.op == op && c.direct == direct;
+    match f.cells.iter().enumerate().find(|(_, c)| mine(c)) {
+        Some((_, FuseCell { error: Some(e), .. })) => Cell::text(format!("error: {e}")),
+        Some((ci, FuseCell { mb_s: Some(s), .. })) => {
+            Cell::summary(s, 1, format!("/fuse/cells/{ci}/mb_s"))
+        }
         _ => Cell::text("-"),
     }
 }
@@ -320,11 +316,7 @@ fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>)
     let Some(t) = f.targets.iter().find(mine) else {
         return (None, None);
     };
-    let only = if t.only_vecio_works {
-        " (only vecio works)"
-    } else {
-        ""
-    };
+    let only = ["", " (only vecio works)"][usize::from(t.only_vecio_works)];
     let want = format!(">= {}x{only}", t.want);
     (t.got, t.met().map(|met| Verdict { want, met }))
 }

@@ -33,11 +33,6 @@ pub(super) fn raw_baseline(
     Ok(Latency::of(&h))
 }
 
-struct Inflight {
-    start: Instant,
-    file: usize,
-}
-
 fn engine_for(config: Config, opts: &NowaitOptions) -> Result<Box<dyn Engine>> {
     Ok(match config {
         Config::Uring => Box::new(UringEngine::new(UringOptions {
@@ -63,7 +58,20 @@ pub(super) fn measure(
     rng: &mut SmallRng,
 ) -> Result<Run> {
     let handles = open_all(files)?;
-    let mut picker = Picker::new(w, zipf, opts);
+    // Where the next read goes: f1 zipf-random, f2 uniformly random, f3 sequential.
+    let (large_blocks, mut seq) = (opts.large / READ as u64, 0);
+    let mut next = |rng: &mut SmallRng| {
+        let file = w.pick(rng);
+        let block = match file {
+            0 => zipf.sample(rng),
+            1 => rng.gen_range(0..large_blocks),
+            _ => {
+                seq = (seq + 1) % large_blocks;
+                seq
+            }
+        };
+        (file, block)
+    };
     let mut q = Queue::new(engine_for(c, opts)?);
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
     let stop = Arc::new(AtomicBool::new(false));
@@ -82,7 +90,7 @@ pub(super) fn measure(
             if issued % 64 == 0 && t0.elapsed() >= opts.common.runtime {
                 break 'run;
             }
-            if !issue(&mut q, &handles, &mut tally, slot, picker.next(rng)) {
+            if !issue(&mut q, &handles, &mut tally, slot, next(rng)) {
                 break 'run;
             }
             q.reap(&mut done);
@@ -113,41 +121,6 @@ pub(super) fn measure(
     })
 }
 
-/// Where the workload's next read goes: f1 zipf-random, f2 uniformly random, f3 sequential.
-struct Picker<'a> {
-    w: Workload,
-    zipf: &'a Zipf,
-    large_blocks: u64,
-    /// f3's last block.
-    seq: u64,
-}
-
-impl<'a> Picker<'a> {
-    fn new(w: Workload, zipf: &'a Zipf, opts: &NowaitOptions) -> Self {
-        let large_blocks = opts.large / READ as u64;
-        Picker {
-            w,
-            zipf,
-            large_blocks,
-            seq: 0,
-        }
-    }
-
-    /// The file (0, 1 or 2) and the block in it.
-    fn next(&mut self, rng: &mut SmallRng) -> (usize, u64) {
-        let file = self.w.pick(rng);
-        let block = match file {
-            0 => self.zipf.sample(rng),
-            1 => rng.gen_range(0..self.large_blocks),
-            _ => {
-                self.seq = (self.seq + 1) % self.large_blocks;
-                self.seq
-            }
-        };
-        (file, block)
-    }
-}
-
 /// Queues the read of `block` of file `file` for `slot`; false when the queue refused it
 /// (the error is then the tally's result).
 fn issue(
@@ -161,10 +134,7 @@ fn issue(
         .spare
         .pop()
         .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
-    tally.inflight[slot] = Some(Inflight {
-        start: Instant::now(),
-        file,
-    });
+    tally.inflight[slot] = Some((Instant::now(), file));
     let pushed = q.push_read(
         &handles[file],
         block * READ as u64,
@@ -219,7 +189,8 @@ struct Tally {
     all: Histogram<u64>,
     per: [Histogram<u64>; 3],
     bytes: u64,
-    inflight: Vec<Option<Inflight>>,
+    /// When each slot's read was issued, and to which file.
+    inflight: Vec<Option<(Instant, usize)>>,
     spare: Vec<Vec<OwnedBuf>>,
     result: Result<()>,
 }
@@ -243,10 +214,10 @@ impl Tally {
         let now = Instant::now();
         for c in done.drain(..) {
             let slot = c.user_data as usize;
-            if let Some(f) = self.inflight.get_mut(slot).and_then(Option::take) {
-                let ns = ((now - f.start).as_nanos() as u64).max(1);
+            if let Some((start, file)) = self.inflight.get_mut(slot).and_then(Option::take) {
+                let ns = ((now - start).as_nanos() as u64).max(1);
                 let _ = self.all.record(ns);
-                let _ = self.per[f.file].record(ns);
+                let _ = self.per[file].record(ns);
             }
             match c.result {
                 Ok(n) => self.bytes += n as u64,
