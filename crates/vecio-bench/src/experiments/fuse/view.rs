@@ -316,7 +316,11 @@ fn verdict(f: &FuseReport, op: Op, what: &str) -> (Option<f64>, Option<Verdict>)
     let Some(t) = f.targets.iter().find(mine) else {
         return (None, None);
     };
-    let only = ["", " (only vecio works)"][usize::from(t.only_vecio_works)];
+    let only = if t.only_vecio_works {
+        " (only vecio works)"
+    } else {
+        ""
+    };
     let want = format!(">= {}x{only}", t.want);
     (t.got, t.met().map(|met| Verdict { want, met }))
 }
