@@ -223,60 +223,46 @@ impl CallcostReport {
 pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
     let file = File::options().read(true).direct(Direct::Off).open(path)?;
     let mut buf = vec![0u8; CALL];
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    let buf = &mut buf[..];
     match variant {
-        Variant::RawPread => {
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-            for _ in 0..calls {
-                // SAFETY: buf is valid for CALL bytes for the call.
-                let r = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), CALL, 0) };
-                if r != CALL as isize {
-                    bail!("pread returned {r}");
-                }
-            }
+        Variant::RawPread => each(calls, "pread", || {
+            // SAFETY: buf is valid for CALL bytes for the call.
+            Ok(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), CALL, 0) })
+        }),
+        Variant::RawPreadv2 => each(calls, "preadv2", || {
+            let iov = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: CALL,
+            };
+            // SAFETY: iov points at buf, valid for CALL bytes for the call.
+            Ok(unsafe { libc::preadv2(fd, &iov, 1, 0, 0) })
+        }),
+        Variant::ReadAt => each(calls, "read_at", || Ok(file.read_at(buf, 0)? as isize)),
+        Variant::ReadvAt1 => each(calls, "readv_at", || {
+            let mut segs = [IoSliceMut::new(buf)];
+            Ok(file.readv_at(&mut segs, 0, RwFlags::empty())? as isize)
+        }),
+        Variant::ReadvAt8 => each(calls, "readv_at", || {
+            let mut rest: &mut [u8] = buf;
+            let mut segs: [IoSliceMut<'_>; 8] = std::array::from_fn(|_| {
+                let (a, b) = std::mem::take(&mut rest).split_at_mut(CALL / 8);
+                rest = b;
+                IoSliceMut::new(a)
+            });
+            Ok(file.readv_at(&mut segs, 0, RwFlags::empty())? as isize)
+        }),
+        Variant::Batch(e) => batch_calls(&file, buf, e, calls),
+    }
+}
+
+/// Makes `calls` calls of `call`, each of which must read [`CALL`] bytes.
+fn each(calls: u64, what: &str, mut call: impl FnMut() -> Result<isize>) -> Result<()> {
+    for _ in 0..calls {
+        let r = call()?;
+        if r != CALL as isize {
+            bail!("{what} returned {r}");
         }
-        Variant::RawPreadv2 => {
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-            for _ in 0..calls {
-                let iov = libc::iovec {
-                    iov_base: buf.as_mut_ptr().cast(),
-                    iov_len: CALL,
-                };
-                // SAFETY: iov points at buf, valid for CALL bytes for the call.
-                let r = unsafe { libc::preadv2(fd, &iov, 1, 0, 0) };
-                if r != CALL as isize {
-                    bail!("preadv2 returned {r}");
-                }
-            }
-        }
-        Variant::ReadAt => {
-            for _ in 0..calls {
-                if file.read_at(&mut buf, 0)? != CALL {
-                    bail!("short read_at");
-                }
-            }
-        }
-        Variant::ReadvAt1 => {
-            for _ in 0..calls {
-                let mut segs = [IoSliceMut::new(&mut buf)];
-                if file.readv_at(&mut segs, 0, RwFlags::empty())? != CALL {
-                    bail!("short readv_at");
-                }
-            }
-        }
-        Variant::ReadvAt8 => {
-            for _ in 0..calls {
-                let mut rest: &mut [u8] = &mut buf;
-                let mut segs: [IoSliceMut<'_>; 8] = std::array::from_fn(|_| {
-                    let (a, b) = std::mem::take(&mut rest).split_at_mut(CALL / 8);
-                    rest = b;
-                    IoSliceMut::new(a)
-                });
-                if file.readv_at(&mut segs, 0, RwFlags::empty())? != CALL {
-                    bail!("short readv_at");
-                }
-            }
-        }
-        Variant::Batch(e) => batch_calls(&file, &mut buf, e, calls)?,
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ pub(super) fn raw_baseline(
     rng: &mut SmallRng,
 ) -> Result<Latency> {
     let file = File::options().read(true).direct(Direct::Off).open(path)?;
-    let mut h = histogram();
+    let mut h = Latencies::new().all;
     let mut buf = vec![0u8; READ];
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
     let t0 = Instant::now();
@@ -115,9 +115,11 @@ pub(super) fn measure(
     tally.result?;
     Ok(Run {
         mb_s: tally.bytes as f64 / wall / 1e6,
-        all: tally.all,
-        per_file: tally.per,
-        fast: fast_read_counters(&handles, c),
+        latencies: tally.latencies,
+        fast: handles
+            .iter()
+            .map(|h| h.fast_read_stats(&c.policy()))
+            .collect(),
     })
 }
 
@@ -175,19 +177,9 @@ fn keep_evicting(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandl
     })
 }
 
-/// The fast-read counters of the three files under `c`'s policy, summed.
-fn fast_read_counters(handles: &[Arc<File>; 3], c: Config) -> FastReadCounters {
-    let mut fast = FastReadCounters::default();
-    for h in handles {
-        fast.add_stats(&h.fast_read_stats(&c.policy()));
-    }
-    fast
-}
-
 /// What the event loop has seen: latencies, bytes, and the slots and buffers to reuse.
 struct Tally {
-    all: Histogram<u64>,
-    per: [Histogram<u64>; 3],
+    latencies: Latencies,
     bytes: u64,
     /// When each slot's read was issued, and to which file.
     inflight: Vec<Option<(Instant, usize)>>,
@@ -198,8 +190,7 @@ struct Tally {
 impl Tally {
     fn new(depth: usize) -> Tally {
         Tally {
-            all: histogram(),
-            per: [histogram(), histogram(), histogram()],
+            latencies: Latencies::new(),
             bytes: 0,
             inflight: (0..depth).map(|_| None).collect(),
             spare: (0..depth)
@@ -216,8 +207,7 @@ impl Tally {
             let slot = c.user_data as usize;
             if let Some((start, file)) = self.inflight.get_mut(slot).and_then(Option::take) {
                 let ns = ((now - start).as_nanos() as u64).max(1);
-                let _ = self.all.record(ns);
-                let _ = self.per[file].record(ns);
+                self.latencies.record(file, ns);
             }
             match c.result {
                 Ok(n) => self.bytes += n as u64,

@@ -274,24 +274,13 @@ pub struct FastReadCounters {
 
 impl FastReadCounters {
     /// Adds `s`'s counts.
-    fn add_stats(&mut self, s: &FastReadStats) {
-        self.add(&FastReadCounters {
-            attempts: s.attempts,
-            hits: s.hits,
-            partials: s.partials,
-            misses: s.misses,
-            offloads: s.offloads,
-            skipped: s.skipped,
-        });
-    }
-
-    fn add(&mut self, o: &FastReadCounters) {
-        self.attempts += o.attempts;
-        self.hits += o.hits;
-        self.partials += o.partials;
-        self.misses += o.misses;
-        self.offloads += o.offloads;
-        self.skipped += o.skipped;
+    fn add(&mut self, s: &FastReadStats) {
+        self.attempts += s.attempts;
+        self.hits += s.hits;
+        self.partials += s.partials;
+        self.misses += s.misses;
+        self.offloads += s.offloads;
+        self.skipped += s.skipped;
     }
 }
 
@@ -417,36 +406,54 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
     })
 }
 
+/// One measurement: its MB/s, its latencies and the files' fast-read counters.
 #[derive(Clone)]
 struct Run {
     mb_s: f64,
-    all: Histogram<u64>,
-    per_file: [Histogram<u64>; 3],
-    fast: FastReadCounters,
+    latencies: Latencies,
+    fast: Vec<FastReadStats>,
 }
 
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant histogram bounds are valid")
+/// Latencies of every read and of each file's (f1, f2, f3), in nanoseconds.
+#[derive(Clone)]
+struct Latencies {
+    all: Histogram<u64>,
+    per_file: [Histogram<u64>; 3],
+}
+
+impl Latencies {
+    fn new() -> Latencies {
+        let h = || Histogram::new_with_bounds(1, 60_000_000_000, 3);
+        let h = || h().expect("constant histogram bounds are valid");
+        Latencies {
+            all: h(),
+            per_file: [h(), h(), h()],
+        }
+    }
+
+    fn record(&mut self, file: usize, ns: u64) {
+        let _ = self.all.record(ns);
+        let _ = self.per_file[file].record(ns);
+    }
 }
 
 fn merge(config: Config, runs: &[Run]) -> Cell {
-    let mut all = histogram();
-    let mut per = [histogram(), histogram(), histogram()];
+    let mut l = Latencies::new();
     let mut fast = FastReadCounters::default();
     for r in runs {
-        let _ = all.add(&r.all);
-        for (h, from) in per.iter_mut().zip(&r.per_file) {
+        let _ = l.all.add(&r.latencies.all);
+        for (h, from) in l.per_file.iter_mut().zip(&r.latencies.per_file) {
             let _ = h.add(from);
         }
-        fast.add(&r.fast);
+        r.fast.iter().for_each(|s| fast.add(s));
     }
     Cell {
         config,
         mb_s: Summary::over(runs.iter().map(|r| r.mb_s)),
-        latency: Latency::of(&all),
+        latency: Latency::of(&l.all),
         per_file: ["f1", "f2", "f3"]
             .iter()
-            .zip(&per)
+            .zip(&l.per_file)
             .filter(|(_, h)| !h.is_empty())
             .map(|(n, h)| (n.to_string(), Latency::of(h)))
             .collect(),

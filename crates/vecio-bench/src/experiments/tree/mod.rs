@@ -73,14 +73,12 @@ impl Experiment for Tree {
     /// Per file and subject, about 0.25 ms natively and 1 ms through FUSE per phase, plus the
     /// tree's generation, a mount per subject and a cache drop per cold walk.
     fn estimate(o: &TreeOptions) -> Duration {
-        let subjects = 4.0
-            + f64::from(u8::from(o.passthrough_hp.is_some()))
-            + f64::from(u8::from(o.baseline.is_some()));
+        let given = [o.passthrough_hp.is_some(), o.baseline.is_some()];
+        let subjects = 4.0 + given.iter().filter(|&&g| g).count() as f64;
         let per_round = o.files as f64 * 4.0 * (0.25e-3 + (subjects - 1.0) * 1e-3);
         let rounds = f64::from(o.common.repeat);
-        Duration::from_secs_f64(
-            o.files as f64 * 0.2e-3 + subjects * 0.2 + rounds * (per_round + subjects * 0.5),
-        )
+        let secs = o.files as f64 * 0.2e-3 + subjects * 0.2 + rounds * (per_round + subjects * 0.5);
+        Duration::from_secs_f64(secs)
     }
 
     fn cannot_run(_o: &TreeOptions) -> Option<String> {
@@ -166,19 +164,6 @@ impl TreeReport {
 const REQUESTS_COUNTED: &str = "counted for vecio fuse from its SIGUSR1 report (the requests \
     it served, by opcode) before and after each phase; passthrough_hp does not count them";
 
-fn subjects(hp: bool) -> Vec<Subject> {
-    let mut v = vec![
-        Subject::native(NATIVE),
-        Subject::vecio(VECIO, &[]),
-        Subject::vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
-        Subject::vecio(VECIO_DEV, &["--no-uring"]),
-    ];
-    if hp {
-        v.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
-    }
-    v
-}
-
 /// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
 pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(why) = crate::experiments::fuse::cannot_run() {
@@ -196,14 +181,22 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
-    let mut subjects = subjects(opts.passthrough_hp.is_some());
+    let mut subjects = vec![
+        Subject::native(NATIVE),
+        Subject::vecio(VECIO, &[]),
+        Subject::vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
+        Subject::vecio(VECIO_DEV, &["--no-uring"]),
+    ];
+    let hp: Vec<(String, PathBuf)> = hp_binary
+        .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p))
+        .into_iter()
+        .collect();
+    if !hp.is_empty() {
+        subjects.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
+    }
     if let Some(b) = &opts.baseline {
         subjects.push(Subject::vecio_at(BASELINE, b, &[]));
     }
-    let hp: Vec<(String, PathBuf)> = hp_binary
-        .iter()
-        .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p.clone()))
-        .collect();
     let file = |i| format!("t{i}");
     let mounted = subjects::mount_all(&subjects, exe, &hp, &src, file, tmp.path())?;
     let mut results: Vec<SubjectResult> = subjects.iter().map(empty_result).collect();
