@@ -17,6 +17,9 @@ pub const HP_NO_PASSTHROUGH: &str = "passthrough_hp --nopassthrough";
 /// Where the libfuse examples' sources are.
 pub const LIBFUSE_EXAMPLES: &str = "/usr/share/doc/libfuse3-dev/examples";
 
+/// FUSE requests by opcode, with their total under `"total"`.
+pub type Counts = std::collections::BTreeMap<String, u64>;
+
 /// One way to reach the file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
@@ -138,7 +141,7 @@ impl Mounted {
     /// The requests the server served so far, by opcode (`LOOKUP`, ...), with their total
     /// under `"total"`: asked with `SIGUSR1` (`vecio fuse` only; `None` for other subjects or
     /// when no report came within 5 s).
-    pub fn requests(&self) -> Option<std::collections::BTreeMap<String, u64>> {
+    pub fn requests(&self) -> Option<Counts> {
         let reports = self.reports.as_ref()?;
         let pid = self.server_pid()?;
         let guard = reports.last.lock().ok()?;
@@ -196,10 +199,10 @@ impl Drop for Mounted {
 }
 
 /// The counts of a report's `requests N (LOOKUP a, CREATE b, ...)`, the total as `"total"`.
-pub fn parse_requests(line: &str) -> Option<std::collections::BTreeMap<String, u64>> {
+pub fn parse_requests(line: &str) -> Option<Counts> {
     let rest = &line[line.find("requests ")? + "requests ".len()..];
     let (total, ops) = rest.split_once(" (").unwrap_or((rest, ""));
-    let mut out = std::collections::BTreeMap::new();
+    let mut out = Counts::new();
     out.insert("total".to_string(), total.trim().parse().ok()?);
     for op in ops
         .trim_end_matches(')')

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::options::{parse_count, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed, Target};
 use crate::experiments::fuse::hp;
-use crate::experiments::fuse::subjects::{self, Mounted, Subject};
+use crate::experiments::fuse::subjects::{self, Counts, Mounted, Subject};
 use crate::experiments::fuse::{NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH};
 use crate::harness::cleanup::{remove_tree, ScratchDir};
 use crate::harness::meta::RunMeta;
@@ -91,7 +91,7 @@ impl Experiment for Tree {
 }
 
 /// One phase of one subject over the rounds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PhaseResult {
     /// Which phase.
     pub phase: Phase,
@@ -105,11 +105,11 @@ pub struct PhaseResult {
     /// The FUSE requests the server served during the phase, by opcode with their total under
     /// `"total"`, each round; empty where they are not counted (native, passthrough_hp).
     #[serde(default)]
-    pub requests: Vec<std::collections::BTreeMap<String, u64>>,
+    pub requests: Vec<Counts>,
 }
 
 /// Everything measured of one subject.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SubjectResult {
     /// The subject's name.
     pub subject: String,
@@ -265,21 +265,14 @@ fn prepare_tree(opts: &TreeOptions, scratch: &Path) -> Result<(PathBuf, TreeInfo
 }
 
 fn empty_result(s: &Subject) -> SubjectResult {
+    let phase = |phase| PhaseResult {
+        phase,
+        ..PhaseResult::default()
+    };
     SubjectResult {
         subject: s.name.clone(),
-        phases: PHASES
-            .iter()
-            .map(|&phase| PhaseResult {
-                phase,
-                samples: Vec::new(),
-                seconds: None,
-                server_cpu_s: Vec::new(),
-                requests: Vec::new(),
-            })
-            .collect(),
-        total_samples: Vec::new(),
-        total: None,
-        error: None,
+        phases: PHASES.map(phase).to_vec(),
+        ..SubjectResult::default()
     }
 }
 
@@ -292,14 +285,11 @@ fn life(tarball: &Path, m: &Mounted, cold: bool, r: &mut SubjectResult) -> Resul
         let cpu0 = m.server_pid().map(phases::tree_cpu_s);
         let s = phases::run(phase, tarball, &m.file, cold).with_context(|| phase.name())?;
         let cpu = m.server_pid().map(phases::tree_cpu_s).zip(cpu0);
+        let cpu = cpu.map(|(after, before)| (after - before).max(0.0));
         let now = counted.as_ref().and(m.requests());
         let served = now.as_ref().zip(counted.as_ref()).map(|(a, b)| since(a, b));
         counted = now;
-        round.push((
-            s,
-            cpu.map(|(after, before)| (after - before).max(0.0)),
-            served,
-        ));
+        round.push((s, cpu, served));
     }
     for (p, (s, cpu, served)) in r.phases.iter_mut().zip(&round) {
         p.samples.push(*s);
@@ -311,10 +301,7 @@ fn life(tarball: &Path, m: &Mounted, cold: bool, r: &mut SubjectResult) -> Resul
 }
 
 /// The counts in `after` less those in `before`, by key (a key not in `before` counts from 0).
-fn since(
-    after: &std::collections::BTreeMap<String, u64>,
-    before: &std::collections::BTreeMap<String, u64>,
-) -> std::collections::BTreeMap<String, u64> {
+fn since(after: &Counts, before: &Counts) -> Counts {
     after
         .iter()
         .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))

@@ -10,9 +10,10 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// A phase of the tree's life.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
     /// `tar -x` of the tarball into an empty directory.
+    #[default]
     Extract,
     /// Caches dropped (not timed), then `lstat` of every entry, directory by directory.
     ColdWalk,

@@ -88,33 +88,22 @@ fn transfer(
     out: &mut Vec<vecio::Result<usize>>,
 ) -> Result<()> {
     out.clear();
-    if write {
-        let segs: [IoSlice<'_>; SEGMENTS] =
-            std::array::from_fn(|i| IoSlice::new(&buf[i * SEGMENT..(i + 1) * SEGMENT]));
-        let mut batch = Batch::new();
-        batch.push(
-            file,
-            offset,
-            IoIter::pages_from(pool, &segs)?,
-            RwFlags::empty(),
-        );
-        batch.run_into(engine, out);
+    let mut rest: &mut [u8] = buf;
+    let mut into: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
+        let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
+        rest = tail;
+        IoSliceMut::new(seg)
+    });
+    let from: [IoSlice<'_>; SEGMENTS];
+    let io = if write {
+        from = std::array::from_fn(|i| IoSlice::new(&into[i]));
+        IoIter::pages_from(pool, &from)?
     } else {
-        let mut rest: &mut [u8] = buf;
-        let mut segs: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
-            let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
-            rest = tail;
-            IoSliceMut::new(seg)
-        });
-        let mut batch = Batch::new();
-        batch.push(
-            file,
-            offset,
-            IoIter::pages_into(pool, &mut segs)?,
-            RwFlags::empty(),
-        );
-        batch.run_into(engine, out);
-    }
+        IoIter::pages_into(pool, &mut into)?
+    };
+    let mut batch = Batch::new();
+    batch.push(file, offset, io, RwFlags::empty());
+    batch.run_into(engine, out);
     match out.pop() {
         Some(Ok(n)) if n == REQUEST => {}
         Some(Ok(n)) => bail!("short transfer at offset {offset}: {n} of {REQUEST} bytes"),
