@@ -74,17 +74,16 @@ impl Experiment for Fuse {
             && Path::new(subjects::LIBFUSE_EXAMPLES)
                 .join("passthrough_ll.c")
                 .exists();
-        // native, vecio, per-segment and uring, each reading and writing.
-        let (mut cells, mut subjects) = (8.0, 4.0);
-        if libfuse {
-            (cells, subjects) = (cells + 2.0, subjects + 3.0);
-        }
-        if !o.no_buffered {
-            (cells, subjects) = (cells + 8.0, subjects + 1.0);
-        }
+        // native, vecio, per-segment and uring, each reading and writing; then the examples
+        // and the buffered table.
+        let (libfuse, buffered) = (
+            f64::from(u8::from(libfuse)),
+            f64::from(u8::from(!o.no_buffered)),
+        );
+        let cells = 8.0 + 2.0 * libfuse + 8.0 * buffered;
+        let subjects = 4.0 + 3.0 * libfuse + buffered;
         let measure = cells * o.common.repeat as f64 * (o.common.runtime.as_secs_f64() + 0.02);
-        let build = if libfuse { 1.0 } else { 0.0 };
-        Duration::from_secs_f64(measure + subjects * 0.1 + build + o.size as f64 / 400e6)
+        Duration::from_secs_f64(measure + subjects * 0.1 + libfuse + o.size as f64 / 400e6)
     }
 
     fn cannot_run(_o: &FuseOptions) -> Option<String> {
@@ -186,24 +185,6 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
     v
 }
 
-/// The (subject, direct) pairs measured.
-fn plan(subjects: &[Subject], buffered: bool) -> Vec<(usize, bool)> {
-    let mut p = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        if s.name != VECIO_PASSTHROUGH {
-            p.push((i, true));
-        }
-    }
-    if buffered {
-        for (i, s) in subjects.iter().enumerate() {
-            if [NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH].contains(&s.name.as_str()) {
-                p.push((i, false));
-            }
-        }
-    }
-    p
-}
-
 impl FuseReport {
     /// The cell of `subject`, `op`, direct or not.
     pub fn cell(&self, subject: &str, op: Op, direct: bool) -> Option<&Cell> {
@@ -230,10 +211,9 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     fill(&src.join(file_name), opts.size).context("preparing the data file")?;
     let (libfuse_bins, libfuse) = libfuse_peers(opts, hp_binary);
     let subjects = subjects(&libfuse_bins, !opts.no_buffered);
-    let plan = plan(&subjects, !opts.no_buffered);
     let file = |_| file_name.to_string();
     let mounted = subjects::mount_all(&subjects, exe, &libfuse_bins, &src, file, tmp.path())?;
-    let mut cells = empty_cells(&plan, &subjects);
+    let mut cells = empty_cells(&subjects, !opts.no_buffered);
     measure_all(&mut cells, &subjects, &mounted, opts);
     subjects::stop_all(mounted, "bench fuse");
     for c in cells.iter_mut() {
@@ -281,18 +261,26 @@ fn libfuse_peers(
     (bins, libfuse)
 }
 
-/// One cell per planned (subject, O_DIRECT or buffered) and operation, nothing measured yet.
-fn empty_cells(plan: &[(usize, bool)], subjects: &[Subject]) -> Vec<Cell> {
-    let cell = |(i, direct): (usize, bool), op| Cell {
-        subject: subjects[i].name.clone(),
+/// One cell per measured (subject, O_DIRECT or buffered) and operation, nothing measured yet:
+/// every subject but the buffered-only passthrough O_DIRECT, then the buffered ones.
+fn empty_cells(subjects: &[Subject], buffered: bool) -> Vec<Cell> {
+    let plain = [NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH];
+    let direct = subjects.iter().filter(|s| s.name != VECIO_PASSTHROUGH);
+    let plain = subjects
+        .iter()
+        .filter(|s| buffered && plain.contains(&s.name.as_str()));
+    let cell = |(s, direct): (&Subject, bool), op| Cell {
+        subject: s.name.clone(),
         op,
         direct,
         mb_s: None,
         samples: Vec::new(),
         error: None,
     };
-    let ops = |&p| [cell(p, Op::Readv), cell(p, Op::Writev)];
-    plan.iter().flat_map(ops).collect()
+    let planned = direct.map(|s| (s, true)).chain(plain.map(|s| (s, false)));
+    planned
+        .flat_map(|p| [cell(p, Op::Readv), cell(p, Op::Writev)])
+        .collect()
 }
 
 /// Measures every cell `opts.common.repeat` times through its subject's mount; a cell whose calls
