@@ -318,22 +318,15 @@ fn instructions(exe: &Path, variant: Variant, path: &Path) -> Result<f64> {
         let out = Command::new("valgrind")
             .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
             .arg(exe)
-            .args([
-                "callcost-worker",
-                "--variant",
-                variant.name(),
-                "--calls",
-                &calls.to_string(),
-            ])
+            .args(["callcost-worker", "--variant", variant.name()])
+            .args(["--calls", &calls.to_string()])
             .arg(path)
             .output()
             .context("running valgrind")?;
         let err = String::from_utf8_lossy(&out.stderr);
         if !out.status.success() {
-            bail!(
-                "callgrind worker failed: {}",
-                err.lines().rev().take(3).collect::<Vec<_>>().join(" | ")
-            );
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            bail!("callgrind worker failed: {}", tail.join(" | "));
         }
         err.lines()
             .find_map(|l| l.split("Collected :").nth(1))
@@ -375,12 +368,11 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
         ns_samples: ns,
         instructions: counted(v),
     });
-    let variants: Vec<VariantFigures> = variants.collect();
     Ok(CallcostReport {
         meta: RunMeta::collect(&path),
         runtime_s: opts.common.runtime.as_secs_f64(),
         repeat: opts.common.repeat,
         valgrind,
-        variants,
+        variants: variants.collect(),
     })
 }

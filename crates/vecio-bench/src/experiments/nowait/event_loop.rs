@@ -75,7 +75,7 @@ pub(super) fn measure(
     let mut q = Queue::new(engine_for(c, opts)?);
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
     let stop = Arc::new(AtomicBool::new(false));
-    let evictor = keep_evicting(files.paths[1].clone(), stop.clone());
+    let evictor = keep_evicting(files[1].clone(), stop.clone());
 
     let mut tally = Tally::new(opts.depth);
     let mut done: Vec<Completion> = Vec::new();
@@ -163,7 +163,7 @@ fn open_all(files: &Files) -> Result<[Arc<File>; 3]> {
             .open(p)
             .map(Arc::new)
     };
-    let [a, b, c] = files.paths.each_ref().map(open);
+    let [a, b, c] = files.each_ref().map(open);
     Ok([a?, b?, c?])
 }
 

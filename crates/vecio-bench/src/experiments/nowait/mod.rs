@@ -318,12 +318,11 @@ pub struct NowaitReport {
     pub workloads: Vec<WorkloadFigures>,
 }
 
-struct Files {
-    paths: [PathBuf; 3],
-    _scratch: Vec<ScratchFile>,
-}
+/// The three files, f1 to f3.
+type Files = [PathBuf; 3];
 
-fn prepare(opts: &NowaitOptions) -> Result<Files> {
+/// The three scratch files, filled; removed when dropped.
+fn prepare(opts: &NowaitOptions) -> Result<(Files, Vec<ScratchFile>)> {
     let total = opts.medium + 2 * opts.large;
     crate::harness::scratch::ensure_free(&opts.common.scratch_parent()?, total)?;
     let phase = Phase::bytes("preparing nowait files", total);
@@ -338,22 +337,21 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
         scratch.push(s);
     }
     phase.finish();
-    let paths = std::array::from_fn(|i| scratch[i].path().to_path_buf());
-    Ok(Files {
-        paths,
-        _scratch: scratch,
-    })
+    Ok((
+        std::array::from_fn(|i| scratch[i].path().to_path_buf()),
+        scratch,
+    ))
 }
 
 /// Warms f1 and leaves one MiB in eight of it out ("mostly cached"); evicts f2 and f3.
 fn set_cache(files: &Files) -> Result<()> {
-    pagecache::warm(&files.paths[0])?;
-    let len = std::fs::metadata(&files.paths[0])?.len();
+    pagecache::warm(&files[0])?;
+    let len = std::fs::metadata(&files[0])?.len();
     for off in (0..len).step_by(8 << 20) {
-        pagecache::evict_range(&files.paths[0], off, 1 << 20)?;
+        pagecache::evict_range(&files[0], off, 1 << 20)?;
     }
-    pagecache::evict(&files.paths[1])?;
-    Ok(pagecache::evict(&files.paths[2])?)
+    pagecache::evict(&files[1])?;
+    Ok(pagecache::evict(&files[2])?)
 }
 
 /// Runs the experiment.
@@ -361,13 +359,13 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
     if opts.medium < 64 * READ as u64 || opts.large < 64 * READ as u64 {
         bail!("file sizes must be at least {} bytes", 64 * READ);
     }
-    let files = prepare(opts)?;
+    let (files, _scratch) = prepare(opts)?;
     let steps = Config::ALL.len() * Workload::ALL.len() * opts.common.repeat as usize + 1;
     let phase = Phase::timed("bench nowait", opts.common.runtime * steps as u32);
     let mut rng = SmallRng::seed_from_u64(0x0002_0015);
     let zipf = Zipf::new(opts.medium / READ as u64, 1.1, &mut rng);
     set_cache(&files)?;
-    let raw_preadv2 = raw_baseline(&files.paths[0], &zipf, opts.common.runtime, &mut rng)?;
+    let raw_preadv2 = raw_baseline(&files[0], &zipf, opts.common.runtime, &mut rng)?;
     let mut cells: Vec<Vec<Vec<Run>>> =
         vec![vec![Vec::new(); Config::ALL.len()]; Workload::ALL.len()];
     for _ in 0..opts.common.repeat {
@@ -394,7 +392,7 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
                 .collect(),
         });
     Ok(NowaitReport {
-        meta: RunMeta::collect(&files.paths[0]),
+        meta: RunMeta::collect(&files[0]),
         medium: opts.medium,
         large: opts.large,
         depth: opts.depth,

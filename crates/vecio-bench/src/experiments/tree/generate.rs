@@ -2,7 +2,7 @@
 //! user's tarball.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
@@ -167,26 +167,21 @@ fn run_tar(cmd: &mut Command) -> Result<()> {
 /// Files, directories and bytes under `dir`, counted by a walk: what the user's tarball holds
 /// once extracted.
 pub fn count(dir: &Path, source: String) -> Result<TreeInfo> {
+    let (files, dirs, bytes) = (0, 1, 0);
     let mut info = TreeInfo {
         source,
-        files: 0,
-        dirs: 0,
-        bytes: 0,
+        files,
+        dirs,
+        bytes,
     };
-    let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        info.dirs += 1;
-        for e in std::fs::read_dir(&d).with_context(|| d.display().to_string())? {
-            let e = e?;
-            let m = e.metadata()?;
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if m.is_file() {
-                info.files += 1;
-                info.bytes += m.len();
-            }
+    super::phases::walk(dir, &mut |_, e| {
+        info.dirs += u64::from(e.is_dir);
+        if e.is_file {
+            info.files += 1;
+            info.bytes += e.len;
         }
-    }
+        Ok(())
+    })?;
     Ok(info)
 }
 

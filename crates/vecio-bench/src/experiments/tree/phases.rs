@@ -94,17 +94,17 @@ pub fn drop_caches() -> Result<()> {
 }
 
 /// What the walk learns of an entry from its `lstat`.
-struct Entry {
-    is_dir: bool,
-    is_file: bool,
-    len: u64,
+pub(super) struct Entry {
+    pub(super) is_dir: bool,
+    pub(super) is_file: bool,
+    pub(super) len: u64,
 }
 
 /// Calls `each` on every entry under `dir` with its `lstat`, directories before what they hold.
 /// The `lstat` is `newfstatat`, as `find` and `du` call it: std's `symlink_metadata` calls
 /// `statx` for every field, birth time included, which `READDIRPLUS` entries do not carry, so
 /// FUSE would send a `STATX` for each entry that neither tool asks for.
-fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &Entry) -> Result<()>) -> Result<()> {
+pub(super) fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &Entry) -> Result<()>) -> Result<()> {
     use rustix::fs::FileType;
     let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
