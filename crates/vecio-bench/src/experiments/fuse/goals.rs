@@ -103,7 +103,9 @@ fn packed_goals(cells: &[Cell], op: Op, t: &mut Vec<Goal>) {
     // passthrough of passthrough_hp, which is --passthrough-direct's peer).
     let hp_pt = format!("libfuse {}", subjects::HP_PASSTHROUGH);
     let example = |c: &&Cell| c.subject.starts_with("libfuse") && c.op == op && c.direct;
-    let best = (cells.iter().filter(example))
+    let best = cells
+        .iter()
+        .filter(example)
         .filter(|c| c.subject != hp_pt && c.error.is_none())
         .max_by(|a, b| {
             let m = |c: &Cell| c.mb_s.map_or(0.0, |s| s.median);

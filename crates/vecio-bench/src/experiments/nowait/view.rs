@@ -208,11 +208,9 @@ fn bars(n: &NowaitReport) -> Bars {
             values: values.collect(),
         }
     });
+    let depth = n.depth;
     Bars {
-        title: format!(
-            "16 KiB buffered reads, {} in flight: MB/s (seed 002)",
-            n.depth
-        ),
+        title: format!("16 KiB buffered reads, {depth} in flight: MB/s (seed 002)"),
         y_label: "MB/s".into(),
         series: Config::ALL.iter().map(|c| c.name().to_string()).collect(),
         groups: groups.collect(),

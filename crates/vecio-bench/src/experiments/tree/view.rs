@@ -37,8 +37,10 @@ impl View for TreeReport {
             t.bytes as f64 / f64::from(1 << 20),
             self.rounds
         );
-        let cold =
-            (self.caches_not_dropped.as_ref()).map(|why| ("cold walk", format!("warm: {why}")));
+        let cold = self
+            .caches_not_dropped
+            .as_ref()
+            .map(|why| ("cold walk", format!("warm: {why}")));
         let extra = [("tree", tree)].into_iter().chain(cold).collect();
         s.setup = lines(setup, &self.meta, extra, &[]);
         s.tables = vec![seconds(self), server_cpu(self), requests(self)];

@@ -292,7 +292,9 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     let mut pool = BufPool::new(BufPoolOptions::aligned(PAGE_SIZE).with_region(REQUEST));
     let region = pool.region().context("a request region")?.clone();
     // Each engine with the request buffer's region registered.
-    let mut engines = (opts.engines.iter())
+    let mut engines = opts
+        .engines
+        .iter()
         .map(|k| {
             let mut e = k.build()?;
             e.register_region(&region)
@@ -332,7 +334,9 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
             name: row.name().to_string(),
             seed_speedup: row.seed_speedup(),
             seed_sys_ratio: row.seed_sys_ratio(),
-            engines: (engines.iter().zip(s))
+            engines: engines
+                .iter()
+                .zip(s)
                 .map(|(e, samples): (_, Vec<Sample>)| EngineFigures {
                     engine: e.name().to_string(),
                     mb_s: Summary::over(samples.iter().map(|s| s.mb_s)),
