@@ -179,11 +179,8 @@ fn subjects_of(f: &FuseReport, direct: bool) -> Vec<&str> {
             .iter()
             .any(|c| c.subject == *n && c.direct == direct)
     };
-    f.subjects
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(measured)
-        .collect()
+    let names = f.subjects.iter().map(|s| s.name.as_str());
+    names.filter(measured).collect()
 }
 
 fn direct(f: &FuseReport) -> DataTable {
@@ -193,12 +190,8 @@ fn direct(f: &FuseReport) -> DataTable {
         .col("subject", |_, name| name)
         .col("readv MB/s", |_, name| mb_cell(f, name, Op::Readv, true))
         .col("writev MB/s", |_, name| mb_cell(f, name, Op::Writev, true))
-        .col("readv vs vecio fuse", |_, name| {
-            vs_vecio(f, name, Op::Readv)
-        })
-        .col("writev vs vecio fuse", |_, name| {
-            vs_vecio(f, name, Op::Writev)
-        })
+        .col("readv vs vecio fuse", |_, n| vs_vecio(f, n, Op::Readv))
+        .col("writev vs vecio fuse", |_, n| vs_vecio(f, n, Op::Writev))
         .done()
 }
 

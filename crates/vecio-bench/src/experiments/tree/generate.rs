@@ -125,30 +125,22 @@ pub fn write_tree(root: &Path, files: u64) -> Result<TreeInfo> {
 
 /// Packs the directory `dir` into `tarball` with `tar -c` (its entries at the archive's top).
 pub fn pack(dir: &Path, tarball: &Path) -> Result<()> {
-    run_tar(
-        Command::new("tar")
-            .arg("-c")
-            .arg("-f")
-            .arg(tarball)
-            .arg("-C")
-            .arg(dir)
-            .arg("."),
-    )
+    tar("-c", tarball, dir, &["."])
 }
 
 /// Extracts `tarball` into the existing directory `dir` with `tar -x`.
 pub fn extract(tarball: &Path, dir: &Path) -> Result<()> {
-    run_tar(
-        Command::new("tar")
-            .arg("-x")
-            .arg("-f")
-            .arg(tarball)
-            .arg("-C")
-            .arg(dir),
-    )
+    tar("-x", tarball, dir, &[])
 }
 
-fn run_tar(cmd: &mut Command) -> Result<()> {
+/// `tar OP -f TARBALL -C DIR ARGS`.
+fn tar(op: &str, tarball: &Path, dir: &Path, args: &[&str]) -> Result<()> {
+    let mut cmd = Command::new("tar");
+    cmd.args([op, "-f"])
+        .arg(tarball)
+        .arg("-C")
+        .arg(dir)
+        .args(args);
     let out = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
