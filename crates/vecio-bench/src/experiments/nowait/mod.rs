@@ -158,16 +158,16 @@ impl Workload {
         }
     }
 
+    /// The file (0 to 2) of its next read.
     fn pick(self, rng: &mut SmallRng) -> usize {
         match self {
-            Workload::F1Cached => 0,
-            Workload::F2Uncached => 1,
-            Workload::F3Sequential => 2,
             Workload::Mix => match rng.gen_range(0..100) {
                 0..=72 => 0,
                 73..=90 => 1,
                 _ => 2,
             },
+            // f1, f2 and f3 alone, in their order.
+            alone => alone as usize,
         }
     }
 }
@@ -218,24 +218,20 @@ impl Latency {
         if h.is_empty() {
             return Latency::default();
         }
-        let us = |ns: u64| ns as f64 / 1000.0;
+        let at = |q| h.value_at_quantile(q) as f64 / 1000.0;
+        let share = |us: u64| h.count_between(0, us * 1000) as f64 / h.len() as f64;
+        let point = |&q: &f64| Percentile { q, us: at(q) };
         Latency {
             count: h.len(),
             mean_us: h.mean() / 1000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p90_us: us(h.value_at_quantile(0.90)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p999_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-            under_2us: h.count_between(0, 2_000) as f64 / h.len() as f64,
-            under_10us: h.count_between(0, 10_000) as f64 / h.len() as f64,
-            percentiles: CURVE_QUANTILES
-                .iter()
-                .map(|&q| Percentile {
-                    q,
-                    us: us(h.value_at_quantile(q)),
-                })
-                .collect(),
+            p50_us: at(0.50),
+            p90_us: at(0.90),
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            max_us: h.max() as f64 / 1000.0,
+            under_2us: share(2),
+            under_10us: share(10),
+            percentiles: CURVE_QUANTILES.iter().map(point).collect(),
         }
     }
 }
