@@ -315,11 +315,9 @@ pub fn ratio(
     b: Option<&SubjectResult>,
     phase: Option<Phase>,
 ) -> Option<f64> {
-    let samples = |r: &SubjectResult| -> Option<Vec<f64>> {
-        match phase {
-            None => Some(r.total_samples.clone()),
-            Some(p) => Some(r.phase(p)?.samples.clone()),
-        }
+    let samples = |r: &SubjectResult| match phase {
+        None => Some(r.total_samples.clone()),
+        Some(p) => Some(r.phase(p)?.samples.clone()),
     };
     let (a, b) = (a?, b?);
     if a.error.is_some() || b.error.is_some() {
@@ -332,40 +330,35 @@ pub fn ratio(
 /// native, its extraction within 3x, and no phase slower than passthrough_hp's (when measured).
 fn targets(results: &[SubjectResult]) -> (Vec<Target>, Vec<String>) {
     let find = |n: &str| results.iter().find(|r| r.subject == n);
-    let (v, native) = (find(VECIO), find(NATIVE));
-    let mut t = Vec::new();
-    let mut not_judged = Vec::new();
-    let mut judge = |what: String, got: Option<f64>, want: f64| match got {
-        Some(g) => t.push(Target {
-            text: format!("{what}: {g:.2}x (want <= {want:.1}x)"),
-            met: g <= want,
-        }),
-        None => not_judged.push(format!("{what} (want <= {want:.1}x): not measured")),
-    };
-    judge(
-        format!("{VECIO} whole life vs native"),
+    let (v, native, hp) = (find(VECIO), find(NATIVE), find(HP));
+    let (life, extract) = (
         ratio(v, native, None),
-        2.0,
-    );
-    judge(
-        format!("{VECIO} extract vs native"),
         ratio(v, native, Some(Phase::Extract)),
-        3.0,
     );
-    match find(HP) {
-        Some(hp) => {
-            for p in PHASES {
-                judge(
-                    format!("{VECIO} {} vs passthrough_hp", p.name()),
-                    ratio(v, Some(hp), Some(p)),
-                    1.0,
-                );
-            }
+    let mut wanted = vec![
+        ("whole life vs native".to_string(), life, 2.0),
+        ("extract vs native".into(), extract, 3.0),
+    ];
+    if let Some(hp) = hp {
+        wanted.extend(PHASES.map(|p| {
+            let what = format!("{} vs passthrough_hp", p.name());
+            (what, ratio(v, Some(hp), Some(p)), 1.0)
+        }));
+    }
+    let (mut t, mut not_judged) = (Vec::new(), Vec::new());
+    for (what, got, want) in wanted {
+        match got {
+            Some(g) => t.push(Target {
+                text: format!("{VECIO} {what}: {g:.2}x (want <= {want:.1}x)"),
+                met: g <= want,
+            }),
+            None => not_judged.push(format!("{VECIO} {what} (want <= {want:.1}x): not measured")),
         }
-        None => not_judged.push(
-            "no phase slower than passthrough_hp's: passthrough_hp not measured (--libfuse-hp)"
-                .into(),
-        ),
+    }
+    if hp.is_none() {
+        let why =
+            "no phase slower than passthrough_hp's: passthrough_hp not measured (--libfuse-hp)";
+        not_judged.push(why.to_string());
     }
     (t, not_judged)
 }
