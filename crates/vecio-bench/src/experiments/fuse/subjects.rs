@@ -254,10 +254,7 @@ pub fn build_libfuse_examples(cache: &Path) -> std::result::Result<Vec<(String, 
     if !flags.status.success() {
         return Err("pkg-config does not know fuse3".into());
     }
-    let flags: Vec<String> = String::from_utf8_lossy(&flags.stdout)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let flags = String::from_utf8_lossy(&flags.stdout).into_owned();
     std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
     let mut built = Vec::new();
     for ex in ["passthrough", "passthrough_fh", "passthrough_ll"] {
@@ -270,7 +267,7 @@ pub fn build_libfuse_examples(cache: &Path) -> std::result::Result<Vec<(String, 
                 .args(["-O2", "-Wall", "-o"])
                 .arg(&partial)
                 .arg(src.join(format!("{ex}.c")))
-                .args(&flags)
+                .args(flags.split_whitespace())
                 .stderr(Stdio::null())
                 .status()
                 .map_err(|e| format!("gcc: {e}"))?;

@@ -137,13 +137,8 @@ fn issue(
         .pop()
         .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
     tally.inflight[slot] = Some((Instant::now(), file));
-    let pushed = q.push_read(
-        &handles[file],
-        block * READ as u64,
-        bufs,
-        RwFlags::empty(),
-        slot as u64,
-    );
+    let at = block * READ as u64;
+    let pushed = q.push_read(&handles[file], at, bufs, RwFlags::empty(), slot as u64);
     match pushed {
         Ok(()) => true,
         Err(vecio::PushError { error, bufs }) => {
