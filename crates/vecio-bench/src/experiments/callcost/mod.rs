@@ -175,11 +175,8 @@ struct WorkerArgs {
 fn worker(m: &ArgMatches) -> Result<()> {
     let a = WorkerArgs::from_arg_matches(m)?;
     let v = Variant::from_name(&a.variant);
-    run_calls(
-        v.with_context(|| format!("unknown variant {:?}", a.variant))?,
-        &a.file,
-        a.calls,
-    )
+    let v = v.with_context(|| format!("unknown variant {:?}", a.variant))?;
+    run_calls(v, &a.file, a.calls)
 }
 
 /// One variant's figures.

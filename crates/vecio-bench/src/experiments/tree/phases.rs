@@ -66,9 +66,7 @@ pub fn run(phase: Phase, tarball: &Path, dir: &Path, drop: bool) -> Result<f64> 
             std::fs::create_dir(dir).with_context(|| dir.display().to_string())?;
             super::generate::extract(tarball, dir)?;
         }
-        Phase::ColdWalk => {
-            walk(dir, &mut |_, _| Ok(()))?;
-        }
+        Phase::ColdWalk => walk(dir, &mut |_, _| Ok(()))?,
         Phase::Read => {
             let mut buf = vec![0u8; 1 << 20];
             walk(dir, &mut |p, m| read_file(p, m, &mut buf))?;
@@ -133,11 +131,8 @@ fn read_file(p: &Path, m: &Entry, buf: &mut [u8]) -> Result<()> {
     }
     let mut f = std::fs::File::open(p).with_context(|| p.display().to_string())?;
     let mut got = 0u64;
-    loop {
-        match f.read(buf).with_context(|| p.display().to_string())? {
-            0 => break,
-            n => got += n as u64,
-        }
+    while let n @ 1.. = f.read(buf).with_context(|| p.display().to_string())? {
+        got += n as u64;
     }
     if got != m.len {
         bail!("{}: read {got} bytes of {}", p.display(), m.len);
