@@ -41,6 +41,8 @@ pub(super) fn measure(
     let u0 = Usage::thread()?;
     let t0 = Instant::now();
     let mut requests = 0u64;
+    // Mixed rows write one request in two, at random.
+    let (writes, mixed) = (row.writes(), row.mixed());
     loop {
         let block = if row.random() {
             rng.gen_range(0..blocks)
@@ -50,11 +52,7 @@ pub(super) fn measure(
             b
         };
         let offset = block * REQUEST as u64;
-        let write = match row {
-            Row::RandomWritev | Row::SequentialWritev => true,
-            Row::RandomReadv | Row::SequentialReadv => false,
-            Row::RandomMixed | Row::SequentialMixed => rng.gen_bool(0.5),
-        };
+        let write = writes && (!mixed || rng.gen_bool(0.5));
         transfer(file, engine, &region, &mut buf, offset, write, &mut out)?;
         requests += 1;
         if requests % 4 == 0 && t0.elapsed() >= runtime {

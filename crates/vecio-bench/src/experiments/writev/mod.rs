@@ -147,6 +147,10 @@ impl Row {
         self.spec().3.as_str().starts_with("rand")
     }
 
+    fn mixed(self) -> bool {
+        matches!(self, Row::RandomMixed | Row::SequentialMixed)
+    }
+
     fn writes(self) -> bool {
         !matches!(self.spec().3, FioRw::Read | FioRw::RandRead)
     }
@@ -359,9 +363,7 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
 fn fio_job(path: &Path, row: Row, bs: u64, size: u64, runtime: Duration) -> Result<FioResult> {
     let mut job = FioJob::new(path, row.spec().3, bs, size);
     job.runtime_s = runtime.as_secs_f64();
-    if matches!(row, Row::RandomMixed | Row::SequentialMixed) {
-        job.rwmixread = Some(50);
-    }
+    job.rwmixread = row.mixed().then_some(50);
     if row.random() && bs < REQUEST as u64 {
         // The per-segment reference: the segments of one random request, one call each.
         job.ios_per_offset = Some((REQUEST as u64 / bs) as u32);
