@@ -66,18 +66,13 @@ pub(super) fn targets(cells: &[Cell]) -> Vec<Goal> {
     let hp = format!("libfuse {}", subjects::HP_PASSTHROUGH);
     for op in [Op::Readv, Op::Writev] {
         let name = op.name();
-        if cell(cells, VECIO_PASSTHROUGH_DIRECT, op, true).is_some() {
+        let pt = VECIO_PASSTHROUGH_DIRECT;
+        if cell(cells, pt, op, true).is_some() {
             let what = format!("{name} --passthrough-direct vs native");
-            t.push(goal(
-                cells,
-                op,
-                what,
-                0.95,
-                (VECIO_PASSTHROUGH_DIRECT, NATIVE),
-            ));
+            t.push(goal(cells, op, what, 0.95, (pt, NATIVE)));
             if cell(cells, &hp, op, true).is_some() {
                 let what = format!("{name} --passthrough-direct vs {hp}");
-                t.push(goal(cells, op, what, 1.0, (VECIO_PASSTHROUGH_DIRECT, &hp)));
+                t.push(goal(cells, op, what, 1.0, (pt, &hp)));
             }
         }
     }

@@ -106,18 +106,10 @@ impl View for FuseReport {
             let seed_figure = format!("{before:.0} -> {after:.0}");
             let peer_verdict = verdict(f, op, "libfuse");
             out.push(mb_row(result, seed_figure, best_peer(f, op), peer_verdict));
-            let (_, gain_target) = verdict(f, op, "packed / per-segment");
+            let (_, target) = verdict(f, op, "packed / per-segment");
             let result = format!("{name}: packed/per-segment");
-            let gain = num(packed_gain(f, op), 2);
-            let seed_figure = format!("{:.1}", after / before);
-            out.push(SummaryRow::own(
-                seed,
-                result,
-                "x",
-                seed_figure,
-                gain,
-                gain_target,
-            ));
+            let (gain, seed_gain) = (num(packed_gain(f, op), 2), format!("{:.1}", after / before));
+            out.push(SummaryRow::own(seed, result, "x", seed_gain, gain, target));
             let native = f.cell(NATIVE, op, true).and_then(|c| c.mb_s);
             let native = native.map_or("-".into(), |s| format!("{:.0} native", s.median));
             let result = format!("{name}: vecio fuse vs native");

@@ -48,11 +48,9 @@ impl View for TreeReport {
         let notes = &mut s.notes;
         notes.extend(self.not_judged.iter().map(|n| format!("not judged: {n}")));
         for r in &self.results {
-            notes.extend(
-                r.error
-                    .as_ref()
-                    .map(|e| format!("{} failed: {e}", r.subject)),
-            );
+            if let Some(e) = &r.error {
+                notes.push(format!("{} failed: {e}", r.subject));
+            }
         }
         notes.push(format!("FUSE requests per file: {}.", self.requests));
         notes.extend(breakdown(self));
