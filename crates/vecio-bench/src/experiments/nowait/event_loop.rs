@@ -57,7 +57,10 @@ pub(super) fn measure(
     zipf: &Zipf,
     rng: &mut SmallRng,
 ) -> Result<Run> {
-    let handles = open_all(files)?;
+    // The three files, buffered.
+    let open = |p| File::options().read(true).direct(Direct::Off).open(p);
+    let [f1, f2, f3] = files.each_ref().map(|p| open(p).map(Arc::new));
+    let handles = [f1?, f2?, f3?];
     // Where the next read goes: f1 zipf-random, f2 uniformly random, f3 sequential.
     let (large_blocks, mut seq) = (opts.large / READ as u64, 0);
     let mut next = |rng: &mut SmallRng| {
@@ -74,8 +77,14 @@ pub(super) fn measure(
     };
     let mut q = Queue::new(engine_for(c, opts)?);
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
-    let stop = Arc::new(AtomicBool::new(false));
-    let evictor = keep_evicting(files[1].clone(), stop.clone());
+    let (stop, f2) = (Arc::new(AtomicBool::new(false)), files[1].clone());
+    let stopped = stop.clone();
+    let evictor = std::thread::spawn(move || {
+        while !stopped.load(Ordering::Relaxed) {
+            let _ = pagecache::evict(&f2);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
 
     let mut tally = Tally::new(opts.depth);
     let mut done: Vec<Completion> = Vec::new();
@@ -90,7 +99,16 @@ pub(super) fn measure(
             if issued % 64 == 0 && t0.elapsed() >= opts.common.runtime {
                 break 'run;
             }
-            if !issue(&mut q, &handles, &mut tally, slot, next(rng)) {
+            // The next read, queued for `slot`; a refusal ends the run with its error.
+            let (file, block) = next(rng);
+            let spare = tally.spare.pop();
+            let bufs = spare.unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
+            tally.inflight[slot] = Some((Instant::now(), file));
+            let at = block * READ as u64;
+            let pushed = q.push_read(&handles[file], at, bufs, RwFlags::empty(), slot as u64);
+            if let Err(vecio::PushError { error, bufs }) = pushed {
+                tally.spare.push(bufs);
+                tally.result = Err(error.into());
                 break 'run;
             }
             q.reap(&mut done);
@@ -120,55 +138,6 @@ pub(super) fn measure(
             .iter()
             .map(|h| h.fast_read_stats(&c.policy()))
             .collect(),
-    })
-}
-
-/// Queues the read of `block` of file `file` for `slot`; false when the queue refused it
-/// (the error is then the tally's result).
-fn issue(
-    q: &mut Queue,
-    handles: &[Arc<File>; 3],
-    tally: &mut Tally,
-    slot: usize,
-    (file, block): (usize, u64),
-) -> bool {
-    let bufs = tally
-        .spare
-        .pop()
-        .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
-    tally.inflight[slot] = Some((Instant::now(), file));
-    let at = block * READ as u64;
-    let pushed = q.push_read(&handles[file], at, bufs, RwFlags::empty(), slot as u64);
-    match pushed {
-        Ok(()) => true,
-        Err(vecio::PushError { error, bufs }) => {
-            tally.spare.push(bufs);
-            tally.result = Err(error.into());
-            false
-        }
-    }
-}
-
-/// The three files, buffered.
-fn open_all(files: &Files) -> Result<[Arc<File>; 3]> {
-    let open = |p: &PathBuf| {
-        File::options()
-            .read(true)
-            .direct(Direct::Off)
-            .open(p)
-            .map(Arc::new)
-    };
-    let [a, b, c] = files.each_ref().map(open);
-    Ok([a?, b?, c?])
-}
-
-/// A thread that drops `path` from the page cache every 100 ms until `stop` is set.
-fn keep_evicting(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            let _ = pagecache::evict(&path);
-            std::thread::sleep(Duration::from_millis(100));
-        }
     })
 }
 
