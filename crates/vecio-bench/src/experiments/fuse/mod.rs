@@ -214,7 +214,21 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     let file = |_| file_name.to_string();
     let mounted = subjects::mount_all(&subjects, exe, &libfuse_bins, &src, file, tmp.path())?;
     let mut cells = empty_cells(&subjects, !opts.no_buffered);
-    measure_all(&mut cells, &subjects, &mounted, opts);
+    // Every cell measured `repeat` times through its subject's mount; a cell whose calls fail
+    // keeps the error and is not measured again.
+    let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
+    let phase = Phase::timed("bench fuse", runtime * (cells.len() as u32 * repeat));
+    for _ in 0..repeat {
+        for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
+            let i = subjects.iter().position(|s| s.name == cell.subject);
+            let file = &mounted[i.unwrap_or(0)].file;
+            match workload::measure(file, cell.op, cell.direct, opts.size, runtime) {
+                Ok(mb) => cell.samples.push(mb),
+                Err(e) => cell.error = Some(errno_name(&e)),
+            }
+        }
+    }
+    phase.finish();
     subjects::stop_all(mounted, "bench fuse");
     for c in cells.iter_mut() {
         c.mb_s = Summary::of(&c.samples);
@@ -281,29 +295,6 @@ fn empty_cells(subjects: &[Subject], buffered: bool) -> Vec<Cell> {
     planned
         .flat_map(|p| [cell(p, Op::Readv), cell(p, Op::Writev)])
         .collect()
-}
-
-/// Measures every cell `opts.common.repeat` times through its subject's mount; a cell whose calls
-/// fail keeps the error and is not measured again.
-fn measure_all(
-    cells: &mut [Cell],
-    subjects: &[Subject],
-    mounted: &[subjects::Mounted],
-    opts: &FuseOptions,
-) {
-    let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
-    let phase = Phase::timed("bench fuse", runtime * (cells.len() as u32 * repeat));
-    for _ in 0..repeat {
-        for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
-            let i = subjects.iter().position(|s| s.name == cell.subject);
-            let file = &mounted[i.unwrap_or(0)].file;
-            match workload::measure(file, cell.op, cell.direct, opts.size, runtime) {
-                Ok(mb) => cell.samples.push(mb),
-                Err(e) => cell.error = Some(errno_name(&e)),
-            }
-        }
-    }
-    phase.finish();
 }
 
 /// Writes `size` bytes of non-repeating data to a new file at `path` and syncs it.
