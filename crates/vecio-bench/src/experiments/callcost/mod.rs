@@ -240,15 +240,21 @@ pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
             let mut segs = [IoSliceMut::new(buf)];
             Ok(file.readv_at(&mut segs, 0, RwFlags::empty())? as isize)
         }),
-        Variant::ReadvAt8 => each(calls, "readv_at", || {
-            let mut rest: &mut [u8] = buf;
-            let mut segs: [IoSliceMut<'_>; 8] = std::array::from_fn(|_| {
-                let (a, b) = std::mem::take(&mut rest).split_at_mut(CALL / 8);
-                rest = b;
-                IoSliceMut::new(a)
-            });
-            Ok(file.readv_at(&mut segs, 0, RwFlags::empty())? as isize)
-        }),
+        // A loop of its own: through `each` it cost two instructions more a call (463 -> 465).
+        Variant::ReadvAt8 => {
+            for _ in 0..calls {
+                let mut rest: &mut [u8] = buf;
+                let mut segs: [IoSliceMut<'_>; 8] = std::array::from_fn(|_| {
+                    let (a, b) = std::mem::take(&mut rest).split_at_mut(CALL / 8);
+                    rest = b;
+                    IoSliceMut::new(a)
+                });
+                if file.readv_at(&mut segs, 0, RwFlags::empty())? != CALL {
+                    bail!("short readv_at");
+                }
+            }
+            Ok(())
+        }
         Variant::Batch(e) => batch_calls(&file, buf, e, calls),
     }
 }
