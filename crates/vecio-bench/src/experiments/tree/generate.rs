@@ -1,7 +1,6 @@
 //! The tree the experiment extracts: a seeded, source-like one packed with `tar`, or the
 //! user's tarball.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -110,9 +109,8 @@ pub fn write_tree(root: &Path, files: u64) -> Result<TreeInfo> {
         let p = paths[dir].join(format!("file{i}.c"));
         let start = (rng.next() % 4096) as usize;
         let end = (start + len as usize).min(buf.len());
-        let mut f = std::fs::File::create(&p).with_context(|| p.display().to_string())?;
-        f.write_all(&buf[end - len as usize..end])
-            .with_context(|| p.display().to_string())?;
+        let data = &buf[end - len as usize..end];
+        std::fs::write(&p, data).with_context(|| p.display().to_string())?;
         bytes += len;
     }
     Ok(TreeInfo {
