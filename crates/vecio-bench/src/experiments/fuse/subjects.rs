@@ -215,22 +215,6 @@ pub fn parse_requests(line: &str) -> Option<Counts> {
     Some(out)
 }
 
-/// Reads a server's standard error: `SIGUSR1` reports go to `reports`, every other line on
-/// to this process's standard error.
-fn read_reports(stderr: std::process::ChildStderr, reports: std::sync::Arc<Reports>) {
-    for line in BufReader::new(stderr).lines() {
-        let Ok(line) = line else { break };
-        if line.starts_with("vecio: holding ") {
-            if let Ok(mut last) = reports.last.lock() {
-                *last = (last.0 + 1, line);
-                reports.changed.notify_all();
-            }
-        } else {
-            eprintln!("{line}");
-        }
-    }
-}
-
 /// True when `path` is a mount point (listed in /proc/self/mountinfo).
 pub fn is_mounted(path: &Path) -> bool {
     crate::harness::cleanup::mounts_under(path)
@@ -333,9 +317,20 @@ pub fn mount(
     let mut child = child.context("starting vecio fuse")?;
     let tracked = crate::harness::cleanup::track_child(child.id());
     let reports = std::sync::Arc::new(Reports::default());
+    // Its standard error read by a thread: `SIGUSR1` reports go to `reports`, every other line
+    // on to this process's standard error.
     if let Some(stderr) = child.stderr.take() {
-        let r = reports.clone();
-        std::thread::spawn(move || read_reports(stderr, r));
+        let reports = reports.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !line.starts_with("vecio: holding ") {
+                    eprintln!("{line}");
+                } else if let Ok(mut last) = reports.last.lock() {
+                    *last = (last.0 + 1, line);
+                    reports.changed.notify_all();
+                }
+            }
+        });
     }
     let stdout = child.stdout.take().context("vecio fuse stdout")?;
     let mut line = String::new();
