@@ -30,12 +30,10 @@ pub(super) const SEED: Seed = Seed {
 impl View for CallcostReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
         let c = self;
-        let instructions = c
-            .valgrind
-            .as_deref()
-            .map_or("not counted (no valgrind)".into(), |v| {
-                format!("user space only, from callgrind ({v})")
-            });
+        let instructions = match &c.valgrind {
+            Some(v) => format!("user space only, from callgrind ({v})"),
+            None => "not counted (no valgrind)".into(),
+        };
         let workload = format!(
             "the same cached 4 KiB page, buffered; {:.2} s x {} per variant; instructions: \
              {instructions}",
@@ -66,12 +64,8 @@ impl View for CallcostReport {
     fn summary(c: Option<&Self>) -> Vec<SummaryRow> {
         let seed = "003";
         let Some(c) = c else {
-            return vec![SummaryRow::missing(
-                seed,
-                "read_at cost/raw pread",
-                "x",
-                "1.10",
-            )];
+            let result = "read_at cost/raw pread";
+            return vec![SummaryRow::missing(seed, result, "x", "1.10")];
         };
         let mut out = Vec::new();
         for (x, limit) in LIMITS {
@@ -83,16 +77,9 @@ impl View for CallcostReport {
             // Raw preadv2's ratio is a system call's, not another program's: it stays in the
             // section's table.
             let result = format!("{} {what}/raw pread", x.name());
-            let seed_figure = format!("{SEED_OVERHEAD:.2}");
-            let target = at_most(mine, limit, "x");
-            out.push(SummaryRow::own(
-                seed,
-                result,
-                "x",
-                seed_figure,
-                num(mine, 2),
-                target,
-            ));
+            let (seed_figure, target) = (format!("{SEED_OVERHEAD:.2}"), at_most(mine, limit, "x"));
+            let row = SummaryRow::own(seed, result, "x", seed_figure, num(mine, 2), target);
+            out.push(row);
         }
         out
     }
@@ -101,19 +88,14 @@ impl View for CallcostReport {
     fn metrics(&self) -> Vec<Metric> {
         let mut out = Vec::new();
         for v in &self.variants {
-            out.push(Metric::of(
-                Callcost::KEY,
-                format!("{} ns", v.name),
-                &v.ns,
-                false,
-            ));
-            out.extend(v.instructions.map(|i| Metric {
-                experiment: Callcost::KEY,
+            let ns = Metric::of(Callcost::KEY, format!("{} ns", v.name), &v.ns, false);
+            let instructions = v.instructions.map(|value| Metric {
                 name: format!("{} instructions", v.name),
-                value: i,
+                value,
                 spread: Some(INSTRUCTION_SPREAD),
-                higher_is_better: false,
-            }));
+                ..ns.clone()
+            });
+            out.extend([Some(ns), instructions].into_iter().flatten());
         }
         out
     }

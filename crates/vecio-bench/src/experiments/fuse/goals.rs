@@ -45,111 +45,84 @@ impl Goal {
     }
 }
 
+/// The ratio `a / b` of `op`'s O_DIRECT cells of subjects `a` and `b`, wanted at least `want`.
+fn goal(cells: &[Cell], op: Op, what: String, want: f64, (a, b): (&str, &str)) -> Goal {
+    let got = ratio(cell(cells, a, op, true), cell(cells, b, op, true));
+    let only_vecio_works = false;
+    Goal {
+        what,
+        want,
+        got,
+        only_vecio_works,
+    }
+}
+
 pub(super) fn targets(cells: &[Cell]) -> Vec<Goal> {
     let mut t = Vec::new();
     for op in [Op::Readv, Op::Writev] {
         packed_goals(cells, op, &mut t);
     }
     // The kernel serving O_DIRECT opens on the backing file (FUSE_PASSTHROUGH), when measured.
+    let hp = format!("libfuse {}", subjects::HP_PASSTHROUGH);
     for op in [Op::Readv, Op::Writev] {
-        passthrough_goals(cells, op, &mut t);
+        let name = op.name();
+        let pt = VECIO_PASSTHROUGH_DIRECT;
+        if cell(cells, pt, op, true).is_some() {
+            let what = format!("{name} --passthrough-direct vs native");
+            t.push(goal(cells, op, what, 0.95, (pt, NATIVE)));
+            if cell(cells, &hp, op, true).is_some() {
+                let what = format!("{name} --passthrough-direct vs {hp}");
+                t.push(goal(cells, op, what, 1.0, (pt, &hp)));
+            }
+        }
     }
+    // The sandbox's cost: the default (sandboxed) server against the same server with
+    // `--sandbox none --seccomp none`, paired per repetition; "within the noise" is taken as at
+    // least 0.95x, the spread repetitions of one subject show on this machine.
     for op in [Op::Readv, Op::Writev] {
-        sandbox_goal(cells, op, &mut t);
+        if cell(cells, VECIO_NO_SANDBOX, op, true).is_some() {
+            let what = format!("{} sandboxed vs --sandbox none", op.name());
+            t.push(goal(cells, op, what, 0.95, (VECIO, VECIO_NO_SANDBOX)));
+        }
     }
     t
-}
-
-/// The sandbox's cost for `op`: the default (sandboxed) server against the same server with
-/// `--sandbox none --seccomp none`, paired per repetition; "within the noise" is taken as at
-/// least 0.95x, the spread repetitions of one subject show on this machine.
-fn sandbox_goal(cells: &[Cell], op: Op, t: &mut Vec<Goal>) {
-    if let Some(off) = cell(cells, VECIO_NO_SANDBOX, op, true) {
-        t.push(Goal {
-            what: format!("{} sandboxed vs --sandbox none", op.name()),
-            want: 0.95,
-            got: ratio(cell(cells, VECIO, op, true), Some(off)),
-            only_vecio_works: false,
-        });
-    }
 }
 
 /// The packed path's goals for `op`: against one request per segment, the best libfuse
 /// example and the native file.
 fn packed_goals(cells: &[Cell], op: Op, t: &mut Vec<Goal>) {
-    let v = cell(cells, VECIO, op, true);
-    t.push(Goal {
-        what: format!("{} packed / per-segment", op.name()),
-        want: 4.5,
-        got: ratio(v, cell(cells, VECIO_PER_SEGMENT, op, true)),
-        only_vecio_works: false,
-    });
+    let name = op.name();
+    let what = format!("{name} packed / per-segment");
+    t.push(goal(cells, op, what, 4.5, (VECIO, VECIO_PER_SEGMENT)));
     // Peers of the packed path: libfuse servers whose requests reach them (not the kernel
-    // passthrough of passthrough_hp, which is --passthrough-direct's peer below).
+    // passthrough of passthrough_hp, which is --passthrough-direct's peer).
     let hp_pt = format!("libfuse {}", subjects::HP_PASSTHROUGH);
+    let example = |c: &&Cell| c.subject.starts_with("libfuse") && c.op == op && c.direct;
     let best = cells
         .iter()
-        .filter(|c| {
-            c.subject.starts_with("libfuse")
-                && c.subject != hp_pt
-                && c.op == op
-                && c.direct
-                && c.error.is_none()
-        })
+        .filter(example)
+        .filter(|c| c.subject != hp_pt && c.error.is_none())
         .max_by(|a, b| {
             let m = |c: &Cell| c.mb_s.map_or(0.0, |s| s.median);
             m(a).total_cmp(&m(b))
         });
-    let failed: Vec<&Cell> = cells
+    let failed = cells
         .iter()
-        .filter(|c| c.subject.starts_with("libfuse") && c.op == op && c.direct && c.error.is_some())
-        .collect();
+        .filter(example)
+        .find_map(|c| c.error.as_deref());
+    let v = cell(cells, VECIO, op, true);
     let vecio_works = v.is_some_and(|c| c.error.is_none() && !c.samples.is_empty());
     t.push(Goal {
-        what: match best {
-            Some(b) => format!(
-                "{} vs best working libfuse example ({})",
-                op.name(),
-                b.subject
-            ),
-            None if !failed.is_empty() => format!(
-                "{} vs libfuse examples: none works ({})",
-                op.name(),
-                failed[0].error.as_deref().unwrap_or("error")
-            ),
-            None => format!("{} vs best working libfuse example", op.name()),
+        what: match (best, failed) {
+            (Some(b), _) => format!("{name} vs best working libfuse example ({})", b.subject),
+            (None, Some(e)) => format!("{name} vs libfuse examples: none works ({e})"),
+            (None, None) => format!("{name} vs best working libfuse example"),
         },
         want: 1.0,
         got: ratio(v, best),
         // Every example fails where vecio serves: vecio meets the target, said as such.
-        only_vecio_works: best.is_none() && !failed.is_empty() && vecio_works,
+        only_vecio_works: best.is_none() && failed.is_some() && vecio_works,
     });
-    t.push(Goal {
-        what: format!("{} vs native", op.name()),
-        want: 0.6,
-        got: ratio(v, cell(cells, NATIVE, op, true)),
-        only_vecio_works: false,
-    });
-}
-
-/// `--passthrough-direct`'s goals for `op`, when it was measured: against the native file and
-/// libfuse's passthrough_hp with passthrough.
-fn passthrough_goals(cells: &[Cell], op: Op, t: &mut Vec<Goal>) {
-    if let Some(pt) = cell(cells, VECIO_PASSTHROUGH_DIRECT, op, true) {
-        t.push(Goal {
-            what: format!("{} --passthrough-direct vs native", op.name()),
-            want: 0.95,
-            got: ratio(Some(pt), cell(cells, NATIVE, op, true)),
-            only_vecio_works: false,
-        });
-        let hp = format!("libfuse {}", subjects::HP_PASSTHROUGH);
-        if let Some(hp) = cell(cells, &hp, op, true) {
-            t.push(Goal {
-                what: format!("{} --passthrough-direct vs {}", op.name(), hp.subject),
-                want: 1.0,
-                got: ratio(Some(pt), Some(hp)),
-                only_vecio_works: false,
-            });
-        }
-    }
+    let what = format!("{name} vs native");
+    t.push(goal(cells, op, what, 0.6, (VECIO, NATIVE)));
 }

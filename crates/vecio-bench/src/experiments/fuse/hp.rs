@@ -85,9 +85,9 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = text.lines().rev().take(8).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        bail!("{what} failed ({}):\n{}", out.status, tail.join("\n"));
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(8)..].join("\n");
+        bail!("{what} failed ({}):\n{tail}", out.status);
     }
     Ok(())
 }

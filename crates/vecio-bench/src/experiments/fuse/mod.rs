@@ -74,17 +74,16 @@ impl Experiment for Fuse {
             && Path::new(subjects::LIBFUSE_EXAMPLES)
                 .join("passthrough_ll.c")
                 .exists();
-        // native, vecio, per-segment and uring, each reading and writing.
-        let (mut cells, mut subjects) = (8.0, 4.0);
-        if libfuse {
-            (cells, subjects) = (cells + 2.0, subjects + 3.0);
-        }
-        if !o.no_buffered {
-            (cells, subjects) = (cells + 8.0, subjects + 1.0);
-        }
+        // native, vecio, per-segment and uring, each reading and writing; then the examples
+        // and the buffered table.
+        let (libfuse, buffered) = (
+            f64::from(u8::from(libfuse)),
+            f64::from(u8::from(!o.no_buffered)),
+        );
+        let cells = 8.0 + 2.0 * libfuse + 8.0 * buffered;
+        let subjects = 4.0 + 3.0 * libfuse + buffered;
         let measure = cells * o.common.repeat as f64 * (o.common.runtime.as_secs_f64() + 0.02);
-        let build = if libfuse { 1.0 } else { 0.0 };
-        Duration::from_secs_f64(measure + subjects * 0.1 + build + o.size as f64 / 400e6)
+        Duration::from_secs_f64(measure + subjects * 0.1 + libfuse + o.size as f64 / 400e6)
     }
 
     fn cannot_run(_o: &FuseOptions) -> Option<String> {
@@ -186,24 +185,6 @@ fn subjects(libfuse: &[(String, PathBuf)], buffered: bool) -> Vec<Subject> {
     v
 }
 
-/// The (subject, direct) pairs measured.
-fn plan(subjects: &[Subject], buffered: bool) -> Vec<(usize, bool)> {
-    let mut p = Vec::new();
-    for (i, s) in subjects.iter().enumerate() {
-        if s.name != VECIO_PASSTHROUGH {
-            p.push((i, true));
-        }
-    }
-    if buffered {
-        for (i, s) in subjects.iter().enumerate() {
-            if [NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH].contains(&s.name.as_str()) {
-                p.push((i, false));
-            }
-        }
-    }
-    p
-}
-
 impl FuseReport {
     /// The cell of `subject`, `op`, direct or not.
     pub fn cell(&self, subject: &str, op: Op, direct: bool) -> Option<&Cell> {
@@ -230,11 +211,24 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     fill(&src.join(file_name), opts.size).context("preparing the data file")?;
     let (libfuse_bins, libfuse) = libfuse_peers(opts, hp_binary);
     let subjects = subjects(&libfuse_bins, !opts.no_buffered);
-    let plan = plan(&subjects, !opts.no_buffered);
     let file = |_| file_name.to_string();
     let mounted = subjects::mount_all(&subjects, exe, &libfuse_bins, &src, file, tmp.path())?;
-    let mut cells = empty_cells(&plan, &subjects);
-    measure_all(&mut cells, &subjects, &mounted, opts);
+    let mut cells = empty_cells(&subjects, !opts.no_buffered);
+    // Every cell measured `repeat` times through its subject's mount; a cell whose calls fail
+    // keeps the error and is not measured again.
+    let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
+    let phase = Phase::timed("bench fuse", runtime * (cells.len() as u32 * repeat));
+    for _ in 0..repeat {
+        for cell in cells.iter_mut().filter(|c| c.error.is_none()) {
+            let i = subjects.iter().position(|s| s.name == cell.subject);
+            let file = &mounted[i.unwrap_or(0)].file;
+            match workload::measure(file, cell.op, cell.direct, opts.size, runtime) {
+                Ok(mb) => cell.samples.push(mb),
+                Err(e) => cell.error = Some(errno_name(&e)),
+            }
+        }
+    }
+    phase.finish();
     subjects::stop_all(mounted, "bench fuse");
     for c in cells.iter_mut() {
         c.mb_s = Summary::of(&c.samples);
@@ -260,75 +254,47 @@ fn libfuse_peers(
     opts: &FuseOptions,
     passthrough_hp: Option<PathBuf>,
 ) -> (Vec<(String, PathBuf)>, std::result::Result<String, String>) {
+    let version = libfuse_version();
     let cache = std::env::temp_dir().join(format!(
         "vecio-libfuse-examples-{}",
-        libfuse_version().unwrap_or_default()
+        version.clone().unwrap_or_default()
     ));
-    let (mut libfuse_bins, libfuse) = if !opts.no_libfuse {
-        match subjects::build_libfuse_examples(&cache) {
-            Ok(b) => (b, Ok(libfuse_version().unwrap_or_else(|| "unknown".into()))),
-            Err(why) => (Vec::new(), Err(why)),
-        }
-    } else {
-        (Vec::new(), Err("not asked for (--no-libfuse)".into()))
+    let built = match opts.no_libfuse {
+        true => Err("not asked for (--no-libfuse)".to_string()),
+        false => subjects::build_libfuse_examples(&cache),
     };
+    let libfuse = built
+        .as_ref()
+        .map(|_| version.unwrap_or_else(|| "unknown".into()));
+    let libfuse = libfuse.map_err(Clone::clone);
+    let mut bins = built.unwrap_or_default();
     if let Some(hp) = passthrough_hp {
-        libfuse_bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
-        libfuse_bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp));
+        bins.push((subjects::HP_PASSTHROUGH.into(), hp.clone()));
+        bins.push((subjects::HP_NO_PASSTHROUGH.into(), hp));
     }
-    (libfuse_bins, libfuse)
+    (bins, libfuse)
 }
 
-/// One cell per planned (subject, O_DIRECT or buffered) and operation, nothing measured yet.
-fn empty_cells(plan: &[(usize, bool)], subjects: &[Subject]) -> Vec<Cell> {
-    let ops = [Op::Readv, Op::Writev];
-    plan.iter()
-        .flat_map(|&(i, direct)| ops.iter().map(move |&op| (i, direct, op)))
-        .map(|(i, direct, op)| Cell {
-            subject: subjects[i].name.clone(),
-            op,
-            direct,
-            mb_s: None,
-            samples: Vec::new(),
-            error: None,
-        })
+/// One cell per measured (subject, O_DIRECT or buffered) and operation, nothing measured yet:
+/// every subject but the buffered-only passthrough O_DIRECT, then the buffered ones.
+fn empty_cells(subjects: &[Subject], buffered: bool) -> Vec<Cell> {
+    let plain = [NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH];
+    let direct = subjects.iter().filter(|s| s.name != VECIO_PASSTHROUGH);
+    let plain = subjects
+        .iter()
+        .filter(|s| buffered && plain.contains(&s.name.as_str()));
+    let cell = |(s, direct): (&Subject, bool), op| Cell {
+        subject: s.name.clone(),
+        op,
+        direct,
+        mb_s: None,
+        samples: Vec::new(),
+        error: None,
+    };
+    let planned = direct.map(|s| (s, true)).chain(plain.map(|s| (s, false)));
+    planned
+        .flat_map(|p| [cell(p, Op::Readv), cell(p, Op::Writev)])
         .collect()
-}
-
-/// Measures every cell `opts.common.repeat` times through its subject's mount; a cell whose calls
-/// fail keeps the error and is not measured again.
-fn measure_all(
-    cells: &mut [Cell],
-    subjects: &[Subject],
-    mounted: &[subjects::Mounted],
-    opts: &FuseOptions,
-) {
-    let phase = Phase::timed(
-        "bench fuse",
-        opts.common.runtime * (cells.len() as u32 * opts.common.repeat),
-    );
-    for _ in 0..opts.common.repeat {
-        for cell in cells.iter_mut() {
-            if cell.error.is_some() {
-                continue;
-            }
-            let i = subjects
-                .iter()
-                .position(|s| s.name == cell.subject)
-                .unwrap_or(0);
-            match workload::measure(
-                &mounted[i].file,
-                cell.op,
-                cell.direct,
-                opts.size,
-                opts.common.runtime,
-            ) {
-                Ok(mb) => cell.samples.push(mb),
-                Err(e) => cell.error = Some(errno_name(&e)),
-            }
-        }
-    }
-    phase.finish();
 }
 
 /// Writes `size` bytes of non-repeating data to a new file at `path` and syncs it.

@@ -17,6 +17,9 @@ pub const HP_NO_PASSTHROUGH: &str = "passthrough_hp --nopassthrough";
 /// Where the libfuse examples' sources are.
 pub const LIBFUSE_EXAMPLES: &str = "/usr/share/doc/libfuse3-dev/examples";
 
+/// FUSE requests by opcode, with their total under `"total"`.
+pub type Counts = std::collections::BTreeMap<String, u64>;
+
 /// One way to reach the file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
@@ -49,41 +52,37 @@ pub struct Subject {
 impl Subject {
     /// The backing directory itself, named `name`.
     pub fn native(name: &str) -> Subject {
+        let kind = Kind::Native;
         Subject {
             name: name.into(),
-            kind: Kind::Native,
+            kind,
         }
     }
 
     /// `vecio fuse SRC MNT ARGS`, named `name`.
     pub fn vecio(name: &str, args: &[&str]) -> Subject {
-        Subject {
-            name: name.into(),
-            kind: Kind::Vecio {
-                args: args.iter().map(|s| s.to_string()).collect(),
-                exe: None,
-            },
-        }
+        Subject::vecio_of(name, None, args)
     }
 
     /// `EXE fuse SRC MNT ARGS` with another `vecio` binary, named `name`.
     pub fn vecio_at(name: &str, exe: &Path, args: &[&str]) -> Subject {
+        Subject::vecio_of(name, Some(exe.to_path_buf()), args)
+    }
+
+    fn vecio_of(name: &str, exe: Option<PathBuf>, args: &[&str]) -> Subject {
+        let args = args.iter().map(|s| s.to_string()).collect();
+        let kind = Kind::Vecio { args, exe };
         Subject {
             name: name.into(),
-            kind: Kind::Vecio {
-                args: args.iter().map(|s| s.to_string()).collect(),
-                exe: Some(exe.to_path_buf()),
-            },
+            kind,
         }
     }
 
     /// libfuse's `example`, named `name`.
     pub fn libfuse(name: String, example: &str) -> Subject {
         let example = example.to_string();
-        Subject {
-            name,
-            kind: Kind::Libfuse { example },
-        }
+        let kind = Kind::Libfuse { example };
+        Subject { name, kind }
     }
 }
 
@@ -142,7 +141,7 @@ impl Mounted {
     /// The requests the server served so far, by opcode (`LOOKUP`, ...), with their total
     /// under `"total"`: asked with `SIGUSR1` (`vecio fuse` only; `None` for other subjects or
     /// when no report came within 5 s).
-    pub fn requests(&self) -> Option<std::collections::BTreeMap<String, u64>> {
+    pub fn requests(&self) -> Option<Counts> {
         let reports = self.reports.as_ref()?;
         let pid = self.server_pid()?;
         let guard = reports.last.lock().ok()?;
@@ -200,10 +199,10 @@ impl Drop for Mounted {
 }
 
 /// The counts of a report's `requests N (LOOKUP a, CREATE b, ...)`, the total as `"total"`.
-pub fn parse_requests(line: &str) -> Option<std::collections::BTreeMap<String, u64>> {
+pub fn parse_requests(line: &str) -> Option<Counts> {
     let rest = &line[line.find("requests ")? + "requests ".len()..];
     let (total, ops) = rest.split_once(" (").unwrap_or((rest, ""));
-    let mut out = std::collections::BTreeMap::new();
+    let mut out = Counts::new();
     out.insert("total".to_string(), total.trim().parse().ok()?);
     for op in ops
         .trim_end_matches(')')
@@ -214,22 +213,6 @@ pub fn parse_requests(line: &str) -> Option<std::collections::BTreeMap<String, u
         out.insert(name.to_string(), n.parse().ok()?);
     }
     Some(out)
-}
-
-/// Reads a server's standard error: `SIGUSR1` reports go to `reports`, every other line on
-/// to this process's standard error.
-fn read_reports(stderr: std::process::ChildStderr, reports: std::sync::Arc<Reports>) {
-    for line in BufReader::new(stderr).lines() {
-        let Ok(line) = line else { break };
-        if line.starts_with("vecio: holding ") {
-            if let Ok(mut last) = reports.last.lock() {
-                *last = (last.0 + 1, line);
-                reports.changed.notify_all();
-            }
-        } else {
-            eprintln!("{line}");
-        }
-    }
 }
 
 /// True when `path` is a mount point (listed in /proc/self/mountinfo).
@@ -255,10 +238,7 @@ pub fn build_libfuse_examples(cache: &Path) -> std::result::Result<Vec<(String, 
     if !flags.status.success() {
         return Err("pkg-config does not know fuse3".into());
     }
-    let flags: Vec<String> = String::from_utf8_lossy(&flags.stdout)
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let flags = String::from_utf8_lossy(&flags.stdout).into_owned();
     std::fs::create_dir_all(cache).map_err(|e| format!("{}: {e}", cache.display()))?;
     let mut built = Vec::new();
     for ex in ["passthrough", "passthrough_fh", "passthrough_ll"] {
@@ -271,7 +251,7 @@ pub fn build_libfuse_examples(cache: &Path) -> std::result::Result<Vec<(String, 
                 .args(["-O2", "-Wall", "-o"])
                 .arg(&partial)
                 .arg(src.join(format!("{ex}.c")))
-                .args(&flags)
+                .args(flags.split_whitespace())
                 .stderr(Stdio::null())
                 .status()
                 .map_err(|e| format!("gcc: {e}"))?;
@@ -295,47 +275,62 @@ pub fn mount(
     file_name: &str,
     mountpoint: &Path,
 ) -> Result<Mounted> {
-    match &subject.kind {
-        Kind::Native => Ok(Mounted {
-            file: src.join(file_name),
-            mountpoint: None,
-            child: None,
-            reports: None,
-            _tracked: None,
-        }),
-        Kind::Vecio { args, exe: other } => {
-            let exe = other.as_deref().unwrap_or(exe);
-            mount_vecio(exe, args, src, file_name, mountpoint)
+    let mut m = Mounted {
+        file: mountpoint.join(file_name),
+        mountpoint: Some(mountpoint.to_path_buf()),
+        child: None,
+        reports: None,
+        _tracked: None,
+    };
+    let mut args = String::new();
+    let mut cmd = match &subject.kind {
+        Kind::Native => {
+            (m.file, m.mountpoint) = (src.join(file_name), None);
+            return Ok(m);
         }
-        Kind::Libfuse { example } => mount_libfuse(example, libfuse, src, file_name, mountpoint),
-    }
-}
-
-/// Starts `vecio fuse SRC MOUNTPOINT ARGS` and waits for its "mounted" line.
-fn mount_vecio(
-    exe: &Path,
-    args: &[String],
-    src: &Path,
-    file_name: &str,
-    mountpoint: &Path,
-) -> Result<Mounted> {
+        Kind::Vecio {
+            args: a,
+            exe: other,
+        } => {
+            args = a.join(" ");
+            let mut cmd = Command::new(other.as_deref().unwrap_or(exe));
+            cmd.arg("fuse").arg(src).arg(mountpoint).args(a);
+            cmd
+        }
+        Kind::Libfuse { example } => libfuse_command(example, libfuse, src, mountpoint)?,
+    };
     std::fs::create_dir_all(mountpoint)?;
-    let mut cmd = Command::new(exe);
     crate::harness::cleanup::die_with_parent(&mut cmd);
-    let mut child = cmd
-        .arg("fuse")
-        .arg(src)
-        .arg(mountpoint)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting vecio fuse")?;
+    if let Kind::Libfuse { example } = &subject.kind {
+        let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+        let child = child.with_context(|| format!("starting {example}"))?;
+        m._tracked = Some(crate::harness::cleanup::track_child(child.id()));
+        m.child = Some(child);
+        if !within_10s(|| is_mounted(mountpoint)) {
+            let _ = m.stop_inner();
+            bail!("{example} did not mount within 10 s");
+        }
+        return Ok(m);
+    }
+    // vecio fuse: its "mounted" line waited for, its reports read from its standard error.
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let mut child = child.context("starting vecio fuse")?;
     let tracked = crate::harness::cleanup::track_child(child.id());
     let reports = std::sync::Arc::new(Reports::default());
+    // Its standard error read by a thread: `SIGUSR1` reports go to `reports`, every other line
+    // on to this process's standard error.
     if let Some(stderr) = child.stderr.take() {
-        let r = reports.clone();
-        std::thread::spawn(move || read_reports(stderr, r));
+        let reports = reports.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !line.starts_with("vecio: holding ") {
+                    eprintln!("{line}");
+                } else if let Ok(mut last) = reports.last.lock() {
+                    *last = (last.0 + 1, line);
+                    reports.changed.notify_all();
+                }
+            }
+        });
     }
     let stdout = child.stdout.take().context("vecio fuse stdout")?;
     let mut line = String::new();
@@ -343,73 +338,46 @@ fn mount_vecio(
     if !line.starts_with("mounted ") {
         let _ = child.kill();
         let _ = child.wait();
-        bail!("vecio fuse {}: did not mount", args.join(" "));
+        bail!("vecio fuse {args}: did not mount");
     }
-    Ok(Mounted {
-        file: mountpoint.join(file_name),
-        mountpoint: Some(mountpoint.to_path_buf()),
-        child: Some(child),
-        reports: Some(reports),
-        _tracked: Some(tracked),
-    })
+    m.child = Some(child);
+    m.reports = Some(reports);
+    m._tracked = Some(tracked);
+    Ok(m)
 }
 
-/// Starts libfuse's `example` over `src` and waits until the mount appears (10 s at most).
-fn mount_libfuse(
+/// The command line of libfuse's `example` over `src` at `mountpoint`.
+fn libfuse_command(
     example: &str,
     libfuse: &[(String, PathBuf)],
     src: &Path,
-    file_name: &str,
     mountpoint: &Path,
-) -> Result<Mounted> {
+) -> Result<Command> {
     let bin = libfuse
         .iter()
         .find(|(n, _)| n == example)
         .map(|(_, p)| p.clone())
         .with_context(|| format!("{example} was not built"))?;
-    std::fs::create_dir_all(mountpoint)?;
     let mut cmd = Command::new(bin);
-    crate::harness::cleanup::die_with_parent(&mut cmd);
     // passthrough_hp takes SOURCE MOUNTPOINT, the low-level example `-o source=`; the
     // high-level examples mirror "/", so libfuse's subdir module narrows them to the source:
     // a mount of the whole root inside a scratch directory would expose every file of the
     // machine to whatever walks that directory (a removal stopped half-way, say).
-    let file = if example.starts_with(HP_PASSTHROUGH) {
+    if example.starts_with(HP_PASSTHROUGH) {
         cmd.arg("--foreground");
         if example == HP_NO_PASSTHROUGH {
             cmd.arg("--nopassthrough");
         }
         cmd.arg(src);
-        mountpoint.join(file_name)
     } else if example == "passthrough_ll" {
-        cmd.arg("-f");
-        cmd.arg("-o").arg(format!("source={}", src.display()));
-        mountpoint.join(file_name)
+        cmd.args(["-f", "-o"])
+            .arg(format!("source={}", src.display()));
     } else {
-        cmd.arg("-f");
-        cmd.arg("-o")
-            .arg(format!("modules=subdir,subdir={}", src.display()));
-        mountpoint.join(file_name)
-    };
-    let child = cmd
-        .arg(mountpoint)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {example}"))?;
-    let tracked = crate::harness::cleanup::track_child(child.id());
-    let mut m = Mounted {
-        file,
-        mountpoint: Some(mountpoint.to_path_buf()),
-        child: Some(child),
-        reports: None,
-        _tracked: Some(tracked),
-    };
-    if !within_10s(|| is_mounted(mountpoint)) {
-        let _ = m.stop_inner();
-        bail!("{example} did not mount within 10 s");
+        let subdir = format!("modules=subdir,subdir={}", src.display());
+        cmd.args(["-f", "-o"]).arg(subdir);
     }
-    Ok(m)
+    cmd.arg(mountpoint);
+    Ok(cmd)
 }
 
 /// Polls `done` every 20 ms for up to 10 s; whether it came true.

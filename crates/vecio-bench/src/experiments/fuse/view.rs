@@ -38,25 +38,16 @@ pub(super) const SEED: Seed = Seed {
 impl View for FuseReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
         let f = self;
-        let mut extra = vec![
-            (
-                "workload",
-                format!(
-                    "{} MiB file, 32 x 4 KiB per call, one thread, {:.1} s per measurement, {} \
-                     repetition(s)",
-                    f.size >> 20,
-                    f.runtime_s,
-                    f.repeat
-                ),
-            ),
-            (
-                "FUSE",
-                format!(
-                    "the kernel allows {} pages per request (max_pages_limit)",
-                    f.max_pages_limit
-                ),
-            ),
-        ];
+        let workload = format!(
+            "{} MiB file, 32 x 4 KiB per call, one thread, {:.1} s per measurement, {} \
+             repetition(s)",
+            f.size >> 20,
+            f.runtime_s,
+            f.repeat
+        );
+        let limit = f.max_pages_limit;
+        let fuse = format!("the kernel allows {limit} pages per request (max_pages_limit)");
+        let mut extra = vec![("workload", workload), ("FUSE", fuse)];
         if let Err(why) = &f.libfuse {
             extra.push(("libfuse examples", format!("not measured: {why}")));
         }
@@ -79,12 +70,12 @@ impl View for FuseReport {
             Chart::Bars(bars(f)),
         ));
         for t in &f.targets {
-            match t.target() {
-                Some(target) => s.targets.push(target),
-                None => s
-                    .notes
-                    .push(format!("not judged (not measured): {}", t.what)),
-            }
+            let Some(target) = t.target() else {
+                let note = format!("not judged (not measured): {}", t.what);
+                s.notes.push(note);
+                continue;
+            };
+            s.targets.push(target);
         }
         s.notes.push(PAIRED.into());
     }
@@ -100,42 +91,30 @@ impl View for FuseReport {
         };
         let mut out = Vec::new();
         for op in [Op::Writev, Op::Readv] {
-            let (before, after) = seed_figures(op);
-            let (peer_ratio, peer_target) = verdict(f, op, "libfuse");
-            out.push(SummaryRow {
-                seed,
-                result: format!("32 x 4 KiB O_DIRECT {}", op.name()),
-                unit: "MB/s",
-                seed_figure: format!("{before:.0} -> {after:.0}"),
-                vecio: vecio_mb(f, op),
-                peer: best_peer(f, op),
-                ratio: peer_ratio,
-                target: peer_target,
-            });
-            let (_, gain_target) = verdict(f, op, "packed / per-segment");
-            let result = format!("{}: packed/per-segment", op.name());
-            let gain = num(packed_gain(f, op), 2);
-            let seed_figure = format!("{:.1}", after / before);
-            out.push(SummaryRow::own(
+            let (name, (before, after)) = (op.name(), seed_figures(op));
+            let mb_row = |result, seed_figure, peer, (ratio, target)| SummaryRow {
                 seed,
                 result,
-                "x",
-                seed_figure,
-                gain,
-                gain_target,
-            ));
-            let (native_ratio, native_target) = verdict(f, op, "vs native");
-            let native = f.cell(NATIVE, op, true).and_then(|c| c.mb_s);
-            out.push(SummaryRow {
-                seed,
-                result: format!("{}: vecio fuse vs native", op.name()),
                 unit: "MB/s",
-                seed_figure: "-".into(),
+                seed_figure,
                 vecio: vecio_mb(f, op),
-                peer: native.map_or("-".into(), |s| format!("{:.0} native", s.median)),
-                ratio: native_ratio,
-                target: native_target,
-            });
+                peer,
+                ratio,
+                target,
+            };
+            let result = format!("32 x 4 KiB O_DIRECT {name}");
+            let seed_figure = format!("{before:.0} -> {after:.0}");
+            let peer_verdict = verdict(f, op, "libfuse");
+            out.push(mb_row(result, seed_figure, best_peer(f, op), peer_verdict));
+            let (_, target) = verdict(f, op, "packed / per-segment");
+            let result = format!("{name}: packed/per-segment");
+            let (gain, seed_gain) = (num(packed_gain(f, op), 2), format!("{:.1}", after / before));
+            out.push(SummaryRow::own(seed, result, "x", seed_gain, gain, target));
+            let native = f.cell(NATIVE, op, true).and_then(|c| c.mb_s);
+            let native = native.map_or("-".into(), |s| format!("{:.0} native", s.median));
+            let result = format!("{name}: vecio fuse vs native");
+            let native_verdict = verdict(f, op, "vs native");
+            out.push(mb_row(result, "-".into(), native, native_verdict));
         }
         out
     }
@@ -170,16 +149,12 @@ fn seed_figures(op: Op) -> (f64, f64) {
 /// The cell of `subject`, `op`, direct or not, as a table cell: its MB/s with its JSON pointer,
 /// the error that stopped it, or `-`.
 fn mb_cell(f: &FuseReport, subject: &str, op: Op, direct: bool) -> Cell {
-    let found = f
-        .cells
-        .iter()
-        .position(|c| c.subject == subject && c.op == op && c.direct == direct);
-    let Some(ci) = found else {
-        return Cell::text("-");
-    };
-    match &f.cells[ci] {
-        FuseCell { error: Some(e), .. } => Cell::text(format!("error: {e}")),
-        FuseCell { mb_s: Some(s), .. } => Cell::summary(s, 1, format!("/fuse/cells/{ci}/mb_s")),
+    let mine = |c: &&FuseCell| c.subject == subject && c.op == op && c.direct == direct;
+    match f.cells.iter().enumerate().find(|(_, c)| mine(c)) {
+        Some((_, FuseCell { error: Some(e), .. })) => Cell::text(format!("error: {e}")),
+        Some((ci, FuseCell { mb_s: Some(s), .. })) => {
+            Cell::summary(s, 1, format!("/fuse/cells/{ci}/mb_s"))
+        }
         _ => Cell::text("-"),
     }
 }
@@ -196,11 +171,8 @@ fn subjects_of(f: &FuseReport, direct: bool) -> Vec<&str> {
             .iter()
             .any(|c| c.subject == *n && c.direct == direct)
     };
-    f.subjects
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(measured)
-        .collect()
+    let names = f.subjects.iter().map(|s| s.name.as_str());
+    names.filter(measured).collect()
 }
 
 fn direct(f: &FuseReport) -> DataTable {
@@ -210,12 +182,8 @@ fn direct(f: &FuseReport) -> DataTable {
         .col("subject", |_, name| name)
         .col("readv MB/s", |_, name| mb_cell(f, name, Op::Readv, true))
         .col("writev MB/s", |_, name| mb_cell(f, name, Op::Writev, true))
-        .col("readv vs vecio fuse", |_, name| {
-            vs_vecio(f, name, Op::Readv)
-        })
-        .col("writev vs vecio fuse", |_, name| {
-            vs_vecio(f, name, Op::Writev)
-        })
+        .col("readv vs vecio fuse", |_, n| vs_vecio(f, n, Op::Readv))
+        .col("writev vs vecio fuse", |_, n| vs_vecio(f, n, Op::Writev))
         .done()
 }
 

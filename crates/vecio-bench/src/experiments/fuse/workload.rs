@@ -68,14 +68,12 @@ pub fn measure(
             Box::new(move |off| Ok(rustix::io::pwritev(&file, &iov, off)?))
         }
     };
-    let mut one_call = |off: u64| -> std::io::Result<usize> {
-        match call_at(off)? {
-            0 if op == Op::Readv => Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "read past end of file",
-            )),
-            n => Ok(n),
-        }
+    let mut one_call = |off: u64| match call_at(off)? {
+        0 if op == Op::Readv => Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "read past end of file",
+        )),
+        n => Ok(n),
     };
     // One untimed call: opens, first faults and a clear error before the clock starts.
     one_call(0)?;

@@ -11,7 +11,7 @@ pub(super) fn raw_baseline(
     rng: &mut SmallRng,
 ) -> Result<Latency> {
     let file = File::options().read(true).direct(Direct::Off).open(path)?;
-    let mut h = histogram();
+    let mut h = Latencies::new().all;
     let mut buf = vec![0u8; READ];
     let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
     let t0 = Instant::now();
@@ -31,11 +31,6 @@ pub(super) fn raw_baseline(
         let _ = h.record(ns.max(1));
     }
     Ok(Latency::of(&h))
-}
-
-struct Inflight {
-    start: Instant,
-    file: usize,
 }
 
 fn engine_for(config: Config, opts: &NowaitOptions) -> Result<Box<dyn Engine>> {
@@ -62,12 +57,34 @@ pub(super) fn measure(
     zipf: &Zipf,
     rng: &mut SmallRng,
 ) -> Result<Run> {
-    let handles = open_all(files)?;
-    let mut picker = Picker::new(w, zipf, opts);
+    // The three files, buffered.
+    let open = |p| File::options().read(true).direct(Direct::Off).open(p);
+    let [f1, f2, f3] = files.each_ref().map(|p| open(p).map(Arc::new));
+    let handles = [f1?, f2?, f3?];
+    // Where the next read goes: f1 zipf-random, f2 uniformly random, f3 sequential.
+    let (large_blocks, mut seq) = (opts.large / READ as u64, 0);
+    let mut next = |rng: &mut SmallRng| {
+        let file = w.pick(rng);
+        let block = match file {
+            0 => zipf.sample(rng),
+            1 => rng.gen_range(0..large_blocks),
+            _ => {
+                seq = (seq + 1) % large_blocks;
+                seq
+            }
+        };
+        (file, block)
+    };
     let mut q = Queue::new(engine_for(c, opts)?);
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
-    let stop = Arc::new(AtomicBool::new(false));
-    let evictor = keep_evicting(files.paths[1].clone(), stop.clone());
+    let (stop, f2) = (Arc::new(AtomicBool::new(false)), files[1].clone());
+    let stopped = stop.clone();
+    let evictor = std::thread::spawn(move || {
+        while !stopped.load(Ordering::Relaxed) {
+            let _ = pagecache::evict(&f2);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
 
     let mut tally = Tally::new(opts.depth);
     let mut done: Vec<Completion> = Vec::new();
@@ -82,7 +99,16 @@ pub(super) fn measure(
             if issued % 64 == 0 && t0.elapsed() >= opts.common.runtime {
                 break 'run;
             }
-            if !issue(&mut q, &handles, &mut tally, slot, picker.next(rng)) {
+            // The next read, queued for `slot`; a refusal ends the run with its error.
+            let (file, block) = next(rng);
+            let spare = tally.spare.pop();
+            let bufs = spare.unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
+            tally.inflight[slot] = Some((Instant::now(), file));
+            let at = block * READ as u64;
+            let pushed = q.push_read(&handles[file], at, bufs, RwFlags::empty(), slot as u64);
+            if let Err(vecio::PushError { error, bufs }) = pushed {
+                tally.spare.push(bufs);
+                tally.result = Err(error.into());
                 break 'run;
             }
             q.reap(&mut done);
@@ -107,119 +133,20 @@ pub(super) fn measure(
     tally.result?;
     Ok(Run {
         mb_s: tally.bytes as f64 / wall / 1e6,
-        all: tally.all,
-        per_file: tally.per,
-        fast: fast_read_counters(&handles, c),
+        latencies: tally.latencies,
+        fast: handles
+            .iter()
+            .map(|h| h.fast_read_stats(&c.policy()))
+            .collect(),
     })
-}
-
-/// Where the workload's next read goes: f1 zipf-random, f2 uniformly random, f3 sequential.
-struct Picker<'a> {
-    w: Workload,
-    zipf: &'a Zipf,
-    large_blocks: u64,
-    /// f3's last block.
-    seq: u64,
-}
-
-impl<'a> Picker<'a> {
-    fn new(w: Workload, zipf: &'a Zipf, opts: &NowaitOptions) -> Self {
-        let large_blocks = opts.large / READ as u64;
-        Picker {
-            w,
-            zipf,
-            large_blocks,
-            seq: 0,
-        }
-    }
-
-    /// The file (0, 1 or 2) and the block in it.
-    fn next(&mut self, rng: &mut SmallRng) -> (usize, u64) {
-        let file = self.w.pick(rng);
-        let block = match file {
-            0 => self.zipf.sample(rng),
-            1 => rng.gen_range(0..self.large_blocks),
-            _ => {
-                self.seq = (self.seq + 1) % self.large_blocks;
-                self.seq
-            }
-        };
-        (file, block)
-    }
-}
-
-/// Queues the read of `block` of file `file` for `slot`; false when the queue refused it
-/// (the error is then the tally's result).
-fn issue(
-    q: &mut Queue,
-    handles: &[Arc<File>; 3],
-    tally: &mut Tally,
-    slot: usize,
-    (file, block): (usize, u64),
-) -> bool {
-    let bufs = tally
-        .spare
-        .pop()
-        .unwrap_or_else(|| vec![OwnedBuf::Vec(vec![0u8; READ])]);
-    tally.inflight[slot] = Some(Inflight {
-        start: Instant::now(),
-        file,
-    });
-    let pushed = q.push_read(
-        &handles[file],
-        block * READ as u64,
-        bufs,
-        RwFlags::empty(),
-        slot as u64,
-    );
-    match pushed {
-        Ok(()) => true,
-        Err(vecio::PushError { error, bufs }) => {
-            tally.spare.push(bufs);
-            tally.result = Err(error.into());
-            false
-        }
-    }
-}
-
-/// The three files, buffered.
-fn open_all(files: &Files) -> Result<[Arc<File>; 3]> {
-    let open = |p: &PathBuf| {
-        File::options()
-            .read(true)
-            .direct(Direct::Off)
-            .open(p)
-            .map(Arc::new)
-    };
-    let [a, b, c] = files.paths.each_ref().map(open);
-    Ok([a?, b?, c?])
-}
-
-/// A thread that drops `path` from the page cache every 100 ms until `stop` is set.
-fn keep_evicting(path: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            let _ = pagecache::evict(&path);
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    })
-}
-
-/// The fast-read counters of the three files under `c`'s policy, summed.
-fn fast_read_counters(handles: &[Arc<File>; 3], c: Config) -> FastReadCounters {
-    let mut fast = FastReadCounters::default();
-    for h in handles {
-        fast.add_stats(&h.fast_read_stats(&c.policy()));
-    }
-    fast
 }
 
 /// What the event loop has seen: latencies, bytes, and the slots and buffers to reuse.
 struct Tally {
-    all: Histogram<u64>,
-    per: [Histogram<u64>; 3],
+    latencies: Latencies,
     bytes: u64,
-    inflight: Vec<Option<Inflight>>,
+    /// When each slot's read was issued, and to which file.
+    inflight: Vec<Option<(Instant, usize)>>,
     spare: Vec<Vec<OwnedBuf>>,
     result: Result<()>,
 }
@@ -227,8 +154,7 @@ struct Tally {
 impl Tally {
     fn new(depth: usize) -> Tally {
         Tally {
-            all: histogram(),
-            per: [histogram(), histogram(), histogram()],
+            latencies: Latencies::new(),
             bytes: 0,
             inflight: (0..depth).map(|_| None).collect(),
             spare: (0..depth)
@@ -243,10 +169,9 @@ impl Tally {
         let now = Instant::now();
         for c in done.drain(..) {
             let slot = c.user_data as usize;
-            if let Some(f) = self.inflight.get_mut(slot).and_then(Option::take) {
-                let ns = ((now - f.start).as_nanos() as u64).max(1);
-                let _ = self.all.record(ns);
-                let _ = self.per[f.file].record(ns);
+            if let Some((start, file)) = self.inflight.get_mut(slot).and_then(Option::take) {
+                let ns = ((now - start).as_nanos() as u64).max(1);
+                self.latencies.record(file, ns);
             }
             match c.result {
                 Ok(n) => self.bytes += n as u64,

@@ -158,16 +158,16 @@ impl Workload {
         }
     }
 
+    /// The file (0 to 2) of its next read.
     fn pick(self, rng: &mut SmallRng) -> usize {
         match self {
-            Workload::F1Cached => 0,
-            Workload::F2Uncached => 1,
-            Workload::F3Sequential => 2,
             Workload::Mix => match rng.gen_range(0..100) {
                 0..=72 => 0,
                 73..=90 => 1,
                 _ => 2,
             },
+            // f1, f2 and f3 alone, in their order.
+            alone => alone as usize,
         }
     }
 }
@@ -218,24 +218,20 @@ impl Latency {
         if h.is_empty() {
             return Latency::default();
         }
-        let us = |ns: u64| ns as f64 / 1000.0;
+        let at = |q| h.value_at_quantile(q) as f64 / 1000.0;
+        let share = |us: u64| h.count_between(0, us * 1000) as f64 / h.len() as f64;
+        let point = |&q: &f64| Percentile { q, us: at(q) };
         Latency {
             count: h.len(),
             mean_us: h.mean() / 1000.0,
-            p50_us: us(h.value_at_quantile(0.50)),
-            p90_us: us(h.value_at_quantile(0.90)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p999_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-            under_2us: h.count_between(0, 2_000) as f64 / h.len() as f64,
-            under_10us: h.count_between(0, 10_000) as f64 / h.len() as f64,
-            percentiles: CURVE_QUANTILES
-                .iter()
-                .map(|&q| Percentile {
-                    q,
-                    us: us(h.value_at_quantile(q)),
-                })
-                .collect(),
+            p50_us: at(0.50),
+            p90_us: at(0.90),
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            max_us: h.max() as f64 / 1000.0,
+            under_2us: share(2),
+            under_10us: share(10),
+            percentiles: CURVE_QUANTILES.iter().map(point).collect(),
         }
     }
 }
@@ -274,24 +270,13 @@ pub struct FastReadCounters {
 
 impl FastReadCounters {
     /// Adds `s`'s counts.
-    fn add_stats(&mut self, s: &FastReadStats) {
-        self.add(&FastReadCounters {
-            attempts: s.attempts,
-            hits: s.hits,
-            partials: s.partials,
-            misses: s.misses,
-            offloads: s.offloads,
-            skipped: s.skipped,
-        });
-    }
-
-    fn add(&mut self, o: &FastReadCounters) {
-        self.attempts += o.attempts;
-        self.hits += o.hits;
-        self.partials += o.partials;
-        self.misses += o.misses;
-        self.offloads += o.offloads;
-        self.skipped += o.skipped;
+    fn add(&mut self, s: &FastReadStats) {
+        self.attempts += s.attempts;
+        self.hits += s.hits;
+        self.partials += s.partials;
+        self.misses += s.misses;
+        self.offloads += s.offloads;
+        self.skipped += s.skipped;
     }
 }
 
@@ -329,12 +314,11 @@ pub struct NowaitReport {
     pub workloads: Vec<WorkloadFigures>,
 }
 
-struct Files {
-    paths: [PathBuf; 3],
-    _scratch: Vec<ScratchFile>,
-}
+/// The three files, f1 to f3.
+type Files = [PathBuf; 3];
 
-fn prepare(opts: &NowaitOptions) -> Result<Files> {
+/// The three scratch files, filled; removed when dropped.
+fn prepare(opts: &NowaitOptions) -> Result<(Files, Vec<ScratchFile>)> {
     let total = opts.medium + 2 * opts.large;
     crate::harness::scratch::ensure_free(&opts.common.scratch_parent()?, total)?;
     let phase = Phase::bytes("preparing nowait files", total);
@@ -349,22 +333,21 @@ fn prepare(opts: &NowaitOptions) -> Result<Files> {
         scratch.push(s);
     }
     phase.finish();
-    let paths = std::array::from_fn(|i| scratch[i].path().to_path_buf());
-    Ok(Files {
-        paths,
-        _scratch: scratch,
-    })
+    Ok((
+        std::array::from_fn(|i| scratch[i].path().to_path_buf()),
+        scratch,
+    ))
 }
 
 /// Warms f1 and leaves one MiB in eight of it out ("mostly cached"); evicts f2 and f3.
 fn set_cache(files: &Files) -> Result<()> {
-    pagecache::warm(&files.paths[0])?;
-    let len = std::fs::metadata(&files.paths[0])?.len();
+    pagecache::warm(&files[0])?;
+    let len = std::fs::metadata(&files[0])?.len();
     for off in (0..len).step_by(8 << 20) {
-        pagecache::evict_range(&files.paths[0], off, 1 << 20)?;
+        pagecache::evict_range(&files[0], off, 1 << 20)?;
     }
-    pagecache::evict(&files.paths[1])?;
-    Ok(pagecache::evict(&files.paths[2])?)
+    pagecache::evict(&files[1])?;
+    Ok(pagecache::evict(&files[2])?)
 }
 
 /// Runs the experiment.
@@ -372,13 +355,13 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
     if opts.medium < 64 * READ as u64 || opts.large < 64 * READ as u64 {
         bail!("file sizes must be at least {} bytes", 64 * READ);
     }
-    let files = prepare(opts)?;
+    let (files, _scratch) = prepare(opts)?;
     let steps = Config::ALL.len() * Workload::ALL.len() * opts.common.repeat as usize + 1;
     let phase = Phase::timed("bench nowait", opts.common.runtime * steps as u32);
     let mut rng = SmallRng::seed_from_u64(0x0002_0015);
     let zipf = Zipf::new(opts.medium / READ as u64, 1.1, &mut rng);
     set_cache(&files)?;
-    let raw_preadv2 = raw_baseline(&files.paths[0], &zipf, opts.common.runtime, &mut rng)?;
+    let raw_preadv2 = raw_baseline(&files[0], &zipf, opts.common.runtime, &mut rng)?;
     let mut cells: Vec<Vec<Vec<Run>>> =
         vec![vec![Vec::new(); Config::ALL.len()]; Workload::ALL.len()];
     for _ in 0..opts.common.repeat {
@@ -405,7 +388,7 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
                 .collect(),
         });
     Ok(NowaitReport {
-        meta: RunMeta::collect(&files.paths[0]),
+        meta: RunMeta::collect(&files[0]),
         medium: opts.medium,
         large: opts.large,
         depth: opts.depth,
@@ -417,36 +400,54 @@ pub fn run(opts: &NowaitOptions) -> Result<NowaitReport> {
     })
 }
 
+/// One measurement: its MB/s, its latencies and the files' fast-read counters.
 #[derive(Clone)]
 struct Run {
     mb_s: f64,
-    all: Histogram<u64>,
-    per_file: [Histogram<u64>; 3],
-    fast: FastReadCounters,
+    latencies: Latencies,
+    fast: Vec<FastReadStats>,
 }
 
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("constant histogram bounds are valid")
+/// Latencies of every read and of each file's (f1, f2, f3), in nanoseconds.
+#[derive(Clone)]
+struct Latencies {
+    all: Histogram<u64>,
+    per_file: [Histogram<u64>; 3],
+}
+
+impl Latencies {
+    fn new() -> Latencies {
+        let h = || Histogram::new_with_bounds(1, 60_000_000_000, 3);
+        let h = || h().expect("constant histogram bounds are valid");
+        Latencies {
+            all: h(),
+            per_file: [h(), h(), h()],
+        }
+    }
+
+    fn record(&mut self, file: usize, ns: u64) {
+        let _ = self.all.record(ns);
+        let _ = self.per_file[file].record(ns);
+    }
 }
 
 fn merge(config: Config, runs: &[Run]) -> Cell {
-    let mut all = histogram();
-    let mut per = [histogram(), histogram(), histogram()];
+    let mut l = Latencies::new();
     let mut fast = FastReadCounters::default();
     for r in runs {
-        let _ = all.add(&r.all);
-        for (h, from) in per.iter_mut().zip(&r.per_file) {
+        let _ = l.all.add(&r.latencies.all);
+        for (h, from) in l.per_file.iter_mut().zip(&r.latencies.per_file) {
             let _ = h.add(from);
         }
-        fast.add(&r.fast);
+        r.fast.iter().for_each(|s| fast.add(s));
     }
     Cell {
         config,
         mb_s: Summary::over(runs.iter().map(|r| r.mb_s)),
-        latency: Latency::of(&all),
+        latency: Latency::of(&l.all),
         per_file: ["f1", "f2", "f3"]
             .iter()
-            .zip(&per)
+            .zip(&l.per_file)
             .filter(|(_, h)| !h.is_empty())
             .map(|(n, h)| (n.to_string(), Latency::of(h)))
             .collect(),

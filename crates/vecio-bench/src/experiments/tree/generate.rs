@@ -1,8 +1,7 @@
 //! The tree the experiment extracts: a seeded, source-like one packed with `tar`, or the
 //! user's tarball.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
@@ -110,9 +109,8 @@ pub fn write_tree(root: &Path, files: u64) -> Result<TreeInfo> {
         let p = paths[dir].join(format!("file{i}.c"));
         let start = (rng.next() % 4096) as usize;
         let end = (start + len as usize).min(buf.len());
-        let mut f = std::fs::File::create(&p).with_context(|| p.display().to_string())?;
-        f.write_all(&buf[end - len as usize..end])
-            .with_context(|| p.display().to_string())?;
+        let data = &buf[end - len as usize..end];
+        std::fs::write(&p, data).with_context(|| p.display().to_string())?;
         bytes += len;
     }
     Ok(TreeInfo {
@@ -125,30 +123,22 @@ pub fn write_tree(root: &Path, files: u64) -> Result<TreeInfo> {
 
 /// Packs the directory `dir` into `tarball` with `tar -c` (its entries at the archive's top).
 pub fn pack(dir: &Path, tarball: &Path) -> Result<()> {
-    run_tar(
-        Command::new("tar")
-            .arg("-c")
-            .arg("-f")
-            .arg(tarball)
-            .arg("-C")
-            .arg(dir)
-            .arg("."),
-    )
+    tar("-c", tarball, dir, &["."])
 }
 
 /// Extracts `tarball` into the existing directory `dir` with `tar -x`.
 pub fn extract(tarball: &Path, dir: &Path) -> Result<()> {
-    run_tar(
-        Command::new("tar")
-            .arg("-x")
-            .arg("-f")
-            .arg(tarball)
-            .arg("-C")
-            .arg(dir),
-    )
+    tar("-x", tarball, dir, &[])
 }
 
-fn run_tar(cmd: &mut Command) -> Result<()> {
+/// `tar OP -f TARBALL -C DIR ARGS`.
+fn tar(op: &str, tarball: &Path, dir: &Path, args: &[&str]) -> Result<()> {
+    let mut cmd = Command::new("tar");
+    cmd.args([op, "-f"])
+        .arg(tarball)
+        .arg("-C")
+        .arg(dir)
+        .args(args);
     let out = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -167,26 +157,21 @@ fn run_tar(cmd: &mut Command) -> Result<()> {
 /// Files, directories and bytes under `dir`, counted by a walk: what the user's tarball holds
 /// once extracted.
 pub fn count(dir: &Path, source: String) -> Result<TreeInfo> {
+    let (files, dirs, bytes) = (0, 1, 0);
     let mut info = TreeInfo {
         source,
-        files: 0,
-        dirs: 0,
-        bytes: 0,
+        files,
+        dirs,
+        bytes,
     };
-    let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        info.dirs += 1;
-        for e in std::fs::read_dir(&d).with_context(|| d.display().to_string())? {
-            let e = e?;
-            let m = e.metadata()?;
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if m.is_file() {
-                info.files += 1;
-                info.bytes += m.len();
-            }
+    super::phases::walk(dir, &mut |_, e| {
+        info.dirs += u64::from(e.is_dir);
+        if e.is_file {
+            info.files += 1;
+            info.bytes += e.len;
         }
-    }
+        Ok(())
+    })?;
     Ok(info)
 }
 

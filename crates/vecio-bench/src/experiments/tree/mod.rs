@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::options::{parse_count, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed, Target};
 use crate::experiments::fuse::hp;
-use crate::experiments::fuse::subjects::{self, Mounted, Subject};
+use crate::experiments::fuse::subjects::{self, Counts, Mounted, Subject};
 use crate::experiments::fuse::{NATIVE, VECIO, VECIO_DEV, VECIO_PASSTHROUGH};
 use crate::harness::cleanup::{remove_tree, ScratchDir};
 use crate::harness::meta::RunMeta;
@@ -73,14 +73,12 @@ impl Experiment for Tree {
     /// Per file and subject, about 0.25 ms natively and 1 ms through FUSE per phase, plus the
     /// tree's generation, a mount per subject and a cache drop per cold walk.
     fn estimate(o: &TreeOptions) -> Duration {
-        let subjects = 4.0
-            + f64::from(u8::from(o.passthrough_hp.is_some()))
-            + f64::from(u8::from(o.baseline.is_some()));
+        let given = [o.passthrough_hp.is_some(), o.baseline.is_some()];
+        let subjects = 4.0 + given.iter().filter(|&&g| g).count() as f64;
         let per_round = o.files as f64 * 4.0 * (0.25e-3 + (subjects - 1.0) * 1e-3);
         let rounds = f64::from(o.common.repeat);
-        Duration::from_secs_f64(
-            o.files as f64 * 0.2e-3 + subjects * 0.2 + rounds * (per_round + subjects * 0.5),
-        )
+        let secs = o.files as f64 * 0.2e-3 + subjects * 0.2 + rounds * (per_round + subjects * 0.5);
+        Duration::from_secs_f64(secs)
     }
 
     fn cannot_run(_o: &TreeOptions) -> Option<String> {
@@ -93,7 +91,7 @@ impl Experiment for Tree {
 }
 
 /// One phase of one subject over the rounds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PhaseResult {
     /// Which phase.
     pub phase: Phase,
@@ -107,11 +105,11 @@ pub struct PhaseResult {
     /// The FUSE requests the server served during the phase, by opcode with their total under
     /// `"total"`, each round; empty where they are not counted (native, passthrough_hp).
     #[serde(default)]
-    pub requests: Vec<std::collections::BTreeMap<String, u64>>,
+    pub requests: Vec<Counts>,
 }
 
 /// Everything measured of one subject.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SubjectResult {
     /// The subject's name.
     pub subject: String,
@@ -166,19 +164,6 @@ impl TreeReport {
 const REQUESTS_COUNTED: &str = "counted for vecio fuse from its SIGUSR1 report (the requests \
     it served, by opcode) before and after each phase; passthrough_hp does not count them";
 
-fn subjects(hp: bool) -> Vec<Subject> {
-    let mut v = vec![
-        Subject::native(NATIVE),
-        Subject::vecio(VECIO, &[]),
-        Subject::vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
-        Subject::vecio(VECIO_DEV, &["--no-uring"]),
-    ];
-    if hp {
-        v.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
-    }
-    v
-}
-
 /// Runs the experiment; `exe` is the `vecio` binary (for `vecio fuse`).
 pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     if let Some(why) = crate::experiments::fuse::cannot_run() {
@@ -196,14 +181,22 @@ pub fn run(opts: &TreeOptions, exe: &Path) -> Result<TreeReport> {
     let (tarball, tree) = prepare_tree(opts, tmp.path())?;
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
-    let mut subjects = subjects(opts.passthrough_hp.is_some());
+    let mut subjects = vec![
+        Subject::native(NATIVE),
+        Subject::vecio(VECIO, &[]),
+        Subject::vecio(VECIO_PASSTHROUGH, &["--passthrough"]),
+        Subject::vecio(VECIO_DEV, &["--no-uring"]),
+    ];
+    let hp: Vec<(String, PathBuf)> = hp_binary
+        .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p))
+        .into_iter()
+        .collect();
+    if !hp.is_empty() {
+        subjects.push(Subject::libfuse(HP.into(), subjects::HP_PASSTHROUGH));
+    }
     if let Some(b) = &opts.baseline {
         subjects.push(Subject::vecio_at(BASELINE, b, &[]));
     }
-    let hp: Vec<(String, PathBuf)> = hp_binary
-        .iter()
-        .map(|p| (subjects::HP_PASSTHROUGH.to_string(), p.clone()))
-        .collect();
     let file = |i| format!("t{i}");
     let mounted = subjects::mount_all(&subjects, exe, &hp, &src, file, tmp.path())?;
     let mut results: Vec<SubjectResult> = subjects.iter().map(empty_result).collect();
@@ -272,21 +265,14 @@ fn prepare_tree(opts: &TreeOptions, scratch: &Path) -> Result<(PathBuf, TreeInfo
 }
 
 fn empty_result(s: &Subject) -> SubjectResult {
+    let phase = |phase| PhaseResult {
+        phase,
+        ..PhaseResult::default()
+    };
     SubjectResult {
         subject: s.name.clone(),
-        phases: PHASES
-            .iter()
-            .map(|&phase| PhaseResult {
-                phase,
-                samples: Vec::new(),
-                seconds: None,
-                server_cpu_s: Vec::new(),
-                requests: Vec::new(),
-            })
-            .collect(),
-        total_samples: Vec::new(),
-        total: None,
-        error: None,
+        phases: PHASES.map(phase).to_vec(),
+        ..SubjectResult::default()
     }
 }
 
@@ -299,14 +285,11 @@ fn life(tarball: &Path, m: &Mounted, cold: bool, r: &mut SubjectResult) -> Resul
         let cpu0 = m.server_pid().map(phases::tree_cpu_s);
         let s = phases::run(phase, tarball, &m.file, cold).with_context(|| phase.name())?;
         let cpu = m.server_pid().map(phases::tree_cpu_s).zip(cpu0);
+        let cpu = cpu.map(|(after, before)| (after - before).max(0.0));
         let now = counted.as_ref().and(m.requests());
         let served = now.as_ref().zip(counted.as_ref()).map(|(a, b)| since(a, b));
         counted = now;
-        round.push((
-            s,
-            cpu.map(|(after, before)| (after - before).max(0.0)),
-            served,
-        ));
+        round.push((s, cpu, served));
     }
     for (p, (s, cpu, served)) in r.phases.iter_mut().zip(&round) {
         p.samples.push(*s);
@@ -318,10 +301,7 @@ fn life(tarball: &Path, m: &Mounted, cold: bool, r: &mut SubjectResult) -> Resul
 }
 
 /// The counts in `after` less those in `before`, by key (a key not in `before` counts from 0).
-fn since(
-    after: &std::collections::BTreeMap<String, u64>,
-    before: &std::collections::BTreeMap<String, u64>,
-) -> std::collections::BTreeMap<String, u64> {
+fn since(after: &Counts, before: &Counts) -> Counts {
     after
         .iter()
         .map(|(k, v)| (k.clone(), v.saturating_sub(*before.get(k).unwrap_or(&0))))
@@ -335,11 +315,9 @@ pub fn ratio(
     b: Option<&SubjectResult>,
     phase: Option<Phase>,
 ) -> Option<f64> {
-    let samples = |r: &SubjectResult| -> Option<Vec<f64>> {
-        match phase {
-            None => Some(r.total_samples.clone()),
-            Some(p) => Some(r.phase(p)?.samples.clone()),
-        }
+    let samples = |r: &SubjectResult| match phase {
+        None => Some(r.total_samples.clone()),
+        Some(p) => Some(r.phase(p)?.samples.clone()),
     };
     let (a, b) = (a?, b?);
     if a.error.is_some() || b.error.is_some() {
@@ -352,40 +330,35 @@ pub fn ratio(
 /// native, its extraction within 3x, and no phase slower than passthrough_hp's (when measured).
 fn targets(results: &[SubjectResult]) -> (Vec<Target>, Vec<String>) {
     let find = |n: &str| results.iter().find(|r| r.subject == n);
-    let (v, native) = (find(VECIO), find(NATIVE));
-    let mut t = Vec::new();
-    let mut not_judged = Vec::new();
-    let mut judge = |what: String, got: Option<f64>, want: f64| match got {
-        Some(g) => t.push(Target {
-            text: format!("{what}: {g:.2}x (want <= {want:.1}x)"),
-            met: g <= want,
-        }),
-        None => not_judged.push(format!("{what} (want <= {want:.1}x): not measured")),
-    };
-    judge(
-        format!("{VECIO} whole life vs native"),
+    let (v, native, hp) = (find(VECIO), find(NATIVE), find(HP));
+    let (life, extract) = (
         ratio(v, native, None),
-        2.0,
-    );
-    judge(
-        format!("{VECIO} extract vs native"),
         ratio(v, native, Some(Phase::Extract)),
-        3.0,
     );
-    match find(HP) {
-        Some(hp) => {
-            for p in PHASES {
-                judge(
-                    format!("{VECIO} {} vs passthrough_hp", p.name()),
-                    ratio(v, Some(hp), Some(p)),
-                    1.0,
-                );
-            }
+    let mut wanted = vec![
+        ("whole life vs native".to_string(), life, 2.0),
+        ("extract vs native".into(), extract, 3.0),
+    ];
+    if let Some(hp) = hp {
+        wanted.extend(PHASES.map(|p| {
+            let what = format!("{} vs passthrough_hp", p.name());
+            (what, ratio(v, Some(hp), Some(p)), 1.0)
+        }));
+    }
+    let (mut t, mut not_judged) = (Vec::new(), Vec::new());
+    for (what, got, want) in wanted {
+        match got {
+            Some(g) => t.push(Target {
+                text: format!("{VECIO} {what}: {g:.2}x (want <= {want:.1}x)"),
+                met: g <= want,
+            }),
+            None => not_judged.push(format!("{VECIO} {what} (want <= {want:.1}x): not measured")),
         }
-        None => not_judged.push(
-            "no phase slower than passthrough_hp's: passthrough_hp not measured (--libfuse-hp)"
-                .into(),
-        ),
+    }
+    if hp.is_none() {
+        let why =
+            "no phase slower than passthrough_hp's: passthrough_hp not measured (--libfuse-hp)";
+        not_judged.push(why.to_string());
     }
     (t, not_judged)
 }

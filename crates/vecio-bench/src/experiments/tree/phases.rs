@@ -10,9 +10,10 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// A phase of the tree's life.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
     /// `tar -x` of the tarball into an empty directory.
+    #[default]
     Extract,
     /// Caches dropped (not timed), then `lstat` of every entry, directory by directory.
     ColdWalk,
@@ -65,9 +66,7 @@ pub fn run(phase: Phase, tarball: &Path, dir: &Path, drop: bool) -> Result<f64> 
             std::fs::create_dir(dir).with_context(|| dir.display().to_string())?;
             super::generate::extract(tarball, dir)?;
         }
-        Phase::ColdWalk => {
-            walk(dir, &mut |_, _| Ok(()))?;
-        }
+        Phase::ColdWalk => walk(dir, &mut |_, _| Ok(()))?,
         Phase::Read => {
             let mut buf = vec![0u8; 1 << 20];
             walk(dir, &mut |p, m| read_file(p, m, &mut buf))?;
@@ -93,17 +92,17 @@ pub fn drop_caches() -> Result<()> {
 }
 
 /// What the walk learns of an entry from its `lstat`.
-struct Entry {
-    is_dir: bool,
-    is_file: bool,
-    len: u64,
+pub(super) struct Entry {
+    pub(super) is_dir: bool,
+    pub(super) is_file: bool,
+    pub(super) len: u64,
 }
 
 /// Calls `each` on every entry under `dir` with its `lstat`, directories before what they hold.
 /// The `lstat` is `newfstatat`, as `find` and `du` call it: std's `symlink_metadata` calls
 /// `statx` for every field, birth time included, which `READDIRPLUS` entries do not carry, so
 /// FUSE would send a `STATX` for each entry that neither tool asks for.
-fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &Entry) -> Result<()>) -> Result<()> {
+pub(super) fn walk(dir: &Path, each: &mut dyn FnMut(&Path, &Entry) -> Result<()>) -> Result<()> {
     use rustix::fs::FileType;
     let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -132,11 +131,8 @@ fn read_file(p: &Path, m: &Entry, buf: &mut [u8]) -> Result<()> {
     }
     let mut f = std::fs::File::open(p).with_context(|| p.display().to_string())?;
     let mut got = 0u64;
-    loop {
-        match f.read(buf).with_context(|| p.display().to_string())? {
-            0 => break,
-            n => got += n as u64,
-        }
+    while let n @ 1.. = f.read(buf).with_context(|| p.display().to_string())? {
+        got += n as u64;
     }
     if got != m.len {
         bail!("{}: read {got} bytes of {}", p.display(), m.len);

@@ -5,6 +5,7 @@ use super::phases::{Phase, PHASES};
 use super::{ratio, Tree, TreeReport, NATIVE};
 use crate::experiment::table::{Cell, DataTable};
 use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, View};
+use crate::experiments::fuse::subjects::Counts;
 use crate::harness::setup::{lines, Setup};
 use crate::harness::stats::median;
 
@@ -36,27 +37,24 @@ impl View for TreeReport {
             t.bytes as f64 / f64::from(1 << 20),
             self.rounds
         );
-        let mut extra = vec![("tree", tree)];
-        extra.extend(
-            self.caches_not_dropped
-                .as_ref()
-                .map(|why| ("cold walk", format!("warm: {why}"))),
-        );
+        let cold = self
+            .caches_not_dropped
+            .as_ref()
+            .map(|why| ("cold walk", format!("warm: {why}")));
+        let extra = [("tree", tree)].into_iter().chain(cold).collect();
         s.setup = lines(setup, &self.meta, extra, &[]);
         s.tables = vec![seconds(self), server_cpu(self), requests(self)];
         s.targets.extend(self.targets.iter().cloned());
-        s.notes
-            .extend(self.not_judged.iter().map(|n| format!("not judged: {n}")));
-        let failed = self
-            .results
-            .iter()
-            .filter_map(|r| Some((&r.subject, r.error.as_ref()?)));
-        s.notes
-            .extend(failed.map(|(subject, e)| format!("{subject} failed: {e}")));
-        s.notes
-            .push(format!("FUSE requests per file: {}.", self.requests));
-        s.notes.extend(breakdown(self));
-        s.notes.push(
+        let notes = &mut s.notes;
+        notes.extend(self.not_judged.iter().map(|n| format!("not judged: {n}")));
+        for r in &self.results {
+            if let Some(e) = &r.error {
+                notes.push(format!("{} failed: {e}", r.subject));
+            }
+        }
+        notes.push(format!("FUSE requests per file: {}.", self.requests));
+        notes.extend(breakdown(self));
+        notes.push(
             "Ratios are medians of per-round ratios to native. Times are wall-clock seconds \
              (medians of the rounds); extract is tar -x, remove is rm -rf, both as processes."
                 .into(),
@@ -119,11 +117,8 @@ fn server_cpu(f: &TreeReport) -> DataTable {
         });
     }
     t.col("whole life CPU s", |_, r| {
-        let cpu = r
-            .phases
-            .iter()
-            .map(|p| median(&p.server_cpu_s).unwrap_or(0.0));
-        let total = cpu.fold(0.0, |a, b| a + b);
+        let cpu = r.phases.iter().map(|p| median(&p.server_cpu_s));
+        let total = cpu.fold(0.0, |a, b| a + b.unwrap_or(0.0));
         Cell::maybe(Some(total), 3)
     })
     .done()
@@ -132,11 +127,8 @@ fn server_cpu(f: &TreeReport) -> DataTable {
 /// The median over the rounds of `phase`'s requests under `key` (`"total"` or an opcode) per
 /// file of the tree.
 fn per_file(f: &TreeReport, p: &super::PhaseResult, key: &str) -> Option<f64> {
-    let counts: Vec<f64> = p
-        .requests
-        .iter()
-        .map(|r| *r.get(key).unwrap_or(&0) as f64)
-        .collect();
+    let count = |r: &Counts| *r.get(key).unwrap_or(&0) as f64;
+    let counts: Vec<f64> = p.requests.iter().map(count).collect();
     median(&counts).map(|m| m / f.tree.files.max(1) as f64)
 }
 
@@ -172,12 +164,8 @@ fn breakdown(f: &TreeReport) -> Vec<String> {
                 .take(10)
                 .map(|(k, n)| format!("{k} {n:.2}"))
                 .collect();
-            notes.push(format!(
-                "{} {} requests per file: {}",
-                r.subject,
-                p.phase.name(),
-                list.join(", ")
-            ));
+            let (subject, phase, list) = (&r.subject, p.phase.name(), list.join(", "));
+            notes.push(format!("{subject} {phase} requests per file: {list}"));
         }
     }
     notes

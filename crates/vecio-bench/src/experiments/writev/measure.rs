@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
 use rand::Rng;
-use vecio::{Batch, BufPool, Engine, File, IoIter, Region, RwFlags};
+use vecio::{Batch, BufPool, Engine, File, IoIter, RwFlags};
 
 use super::{Row, Sample, REQUEST, SEGMENT, SEGMENTS};
 use crate::harness::rusage::Usage;
@@ -35,27 +35,47 @@ pub(super) fn measure(
         *b = (i % 251) as u8;
     }
     let blocks = size / REQUEST as u64;
-    let mut next_seq = 0u64;
+    let (random, mut seq) = (row.random(), 0u64);
     let mut out = Vec::with_capacity(1);
     let calls0 = engine.counters().syscalls;
     let u0 = Usage::thread()?;
     let t0 = Instant::now();
     let mut requests = 0u64;
+    // Mixed rows write one request in two, at random.
+    let (writes, mixed) = (row.writes(), row.mixed());
     loop {
-        let block = if row.random() {
+        let block = if random {
             rng.gen_range(0..blocks)
         } else {
-            let b = next_seq;
-            next_seq = (next_seq + 1) % blocks;
-            b
+            seq
         };
+        seq = (seq + 1) % blocks;
         let offset = block * REQUEST as u64;
-        let write = match row {
-            Row::RandomWritev | Row::SequentialWritev => true,
-            Row::RandomReadv | Row::SequentialReadv => false,
-            Row::RandomMixed | Row::SequentialMixed => rng.gen_bool(0.5),
+        let write = writes && (!mixed || rng.gen_bool(0.5));
+        // One 8-segment request: a writev of `buf` or a readv into it, all of it moved.
+        out.clear();
+        let mut rest: &mut [u8] = &mut buf;
+        let mut into: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
+            let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
+            rest = tail;
+            IoSliceMut::new(seg)
+        });
+        let from: [IoSlice<'_>; SEGMENTS];
+        let io = if write {
+            from = std::array::from_fn(|i| IoSlice::new(&into[i]));
+            IoIter::pages_from(&region, &from)?
+        } else {
+            IoIter::pages_into(&region, &mut into)?
         };
-        transfer(file, engine, &region, &mut buf, offset, write, &mut out)?;
+        let mut batch = Batch::new();
+        batch.push(file, offset, io, RwFlags::empty());
+        batch.run_into(engine, &mut out);
+        match out.pop() {
+            Some(Ok(n)) if n == REQUEST => {}
+            Some(Ok(n)) => bail!("short transfer at offset {offset}: {n} of {REQUEST} bytes"),
+            Some(Err(e)) => return Err(e.into()),
+            None => bail!("request at offset {offset} produced no result"),
+        }
         requests += 1;
         if requests % 4 == 0 && t0.elapsed() >= runtime {
             break;
@@ -74,52 +94,4 @@ pub(super) fn measure(
         ctx_per_req: per(u.ctx() as f64),
         syscalls_per_req: per(calls as f64),
     })
-}
-
-/// One 8-segment request at `offset` through `engine`: a writev of `buf` or a readv into it,
-/// which must move all [`REQUEST`] bytes.
-fn transfer(
-    file: &File,
-    engine: &mut dyn Engine,
-    pool: &Region,
-    buf: &mut [u8],
-    offset: u64,
-    write: bool,
-    out: &mut Vec<vecio::Result<usize>>,
-) -> Result<()> {
-    out.clear();
-    if write {
-        let segs: [IoSlice<'_>; SEGMENTS] =
-            std::array::from_fn(|i| IoSlice::new(&buf[i * SEGMENT..(i + 1) * SEGMENT]));
-        let mut batch = Batch::new();
-        batch.push(
-            file,
-            offset,
-            IoIter::pages_from(pool, &segs)?,
-            RwFlags::empty(),
-        );
-        batch.run_into(engine, out);
-    } else {
-        let mut rest: &mut [u8] = buf;
-        let mut segs: [IoSliceMut<'_>; SEGMENTS] = std::array::from_fn(|_| {
-            let (seg, tail) = std::mem::take(&mut rest).split_at_mut(SEGMENT);
-            rest = tail;
-            IoSliceMut::new(seg)
-        });
-        let mut batch = Batch::new();
-        batch.push(
-            file,
-            offset,
-            IoIter::pages_into(pool, &mut segs)?,
-            RwFlags::empty(),
-        );
-        batch.run_into(engine, out);
-    }
-    match out.pop() {
-        Some(Ok(n)) if n == REQUEST => {}
-        Some(Ok(n)) => bail!("short transfer at offset {offset}: {n} of {REQUEST} bytes"),
-        Some(Err(e)) => return Err(e.into()),
-        None => bail!("request at offset {offset} produced no result"),
-    }
-    Ok(())
 }

@@ -12,7 +12,7 @@ use clap::Args;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
-use vecio::{BufPool, BufPoolOptions, Direct, Engine, EngineKind, File, Region, PAGE_SIZE};
+use vecio::{BufPool, BufPoolOptions, Direct, Engine, EngineKind, File, PAGE_SIZE};
 
 use crate::experiment::options::{parse_size, Common, Source};
 use crate::experiment::{Env, Experiment, Preset, Seed};
@@ -115,15 +115,16 @@ impl Row {
     ];
 
     /// Its name as the seed writes it, the seed's speedup (before / after wall time of its
-    /// test loop) and fio's `--rw`.
-    fn spec(self) -> (&'static str, f64, FioRw) {
+    /// test loop), its system-time ratio where it reports one that matters, and fio's `--rw`.
+    fn spec(self) -> (&'static str, f64, Option<f64>, FioRw) {
+        use FioRw::*;
         match self {
-            Row::RandomWritev => ("random writev", 14.254 / 1.628, FioRw::RandWrite),
-            Row::SequentialWritev => ("sequential writev", 14.853 / 2.238, FioRw::Write),
-            Row::RandomReadv => ("random readv", 4.760 / 4.510, FioRw::RandRead),
-            Row::SequentialReadv => ("sequential readv", 4.797 / 4.545, FioRw::Read),
-            Row::RandomMixed => ("random mixed", 16.237 / 3.193, FioRw::RandReadWrite),
-            Row::SequentialMixed => ("sequential mixed", 14.863 / 2.256, FioRw::ReadWrite),
+            Row::RandomWritev => ("random writev", 14.254 / 1.628, None, RandWrite),
+            Row::SequentialWritev => ("sequential writev", 14.853 / 2.238, None, Write),
+            Row::RandomReadv => ("random readv", 4.760 / 4.510, Some(0.651 / 0.125), RandRead),
+            Row::SequentialReadv => ("sequential readv", 4.797 / 4.545, Some(0.684 / 0.119), Read),
+            Row::RandomMixed => ("random mixed", 16.237 / 3.193, None, RandReadWrite),
+            Row::SequentialMixed => ("sequential mixed", 14.863 / 2.256, None, ReadWrite),
         }
     }
 
@@ -139,22 +140,19 @@ impl Row {
 
     /// The seed's system-time ratio (before / after), where it reports one that matters.
     pub fn seed_sys_ratio(self) -> Option<f64> {
-        match self {
-            Row::RandomReadv => Some(0.651 / 0.125),
-            Row::SequentialReadv => Some(0.684 / 0.119),
-            _ => None,
-        }
+        self.spec().2
     }
 
     fn random(self) -> bool {
-        matches!(
-            self.spec().2,
-            FioRw::RandWrite | FioRw::RandRead | FioRw::RandReadWrite
-        )
+        self.spec().3.as_str().starts_with("rand")
+    }
+
+    fn mixed(self) -> bool {
+        matches!(self, Row::RandomMixed | Row::SequentialMixed)
     }
 
     fn writes(self) -> bool {
-        !matches!(self.spec().2, FioRw::Read | FioRw::RandRead)
+        !matches!(self.spec().3, FioRw::Read | FioRw::RandRead)
     }
 }
 
@@ -226,12 +224,15 @@ impl RowFigures {
         self.engines.iter().find(|e| e.engine == kind.name())
     }
 
+    fn samples(&self, kind: EngineKind, of: fn(&Sample) -> f64) -> Option<Vec<f64>> {
+        Some(self.engine(kind)?.samples.iter().map(of).collect())
+    }
+
     /// Median over the repetitions of `a`'s MB/s over `b`'s in the same repetition (paired
     /// ratios cancel the drift of a shared machine between repetitions).
     pub fn ratio(&self, a: EngineKind, b: EngineKind) -> Option<f64> {
-        let a: Vec<f64> = self.engine(a)?.samples.iter().map(|s| s.mb_s).collect();
-        let b: Vec<f64> = self.engine(b)?.samples.iter().map(|s| s.mb_s).collect();
-        paired_median(&a, &b)
+        let mb = |k| self.samples(k, |s| s.mb_s);
+        paired_median(&mb(a)?, &mb(b)?)
     }
 
     /// The engine's median MB/s, if measured.
@@ -241,20 +242,12 @@ impl RowFigures {
 
     /// The engine's median system CPU per request, µs, if measured.
     pub fn sys_us(&self, kind: EngineKind) -> Option<f64> {
-        median(
-            &self
-                .engine(kind)?
-                .samples
-                .iter()
-                .map(|s| s.sys_us_per_req)
-                .collect::<Vec<_>>(),
-        )
+        median(&self.samples(kind, |s| s.sys_us_per_req)?)
     }
 
     /// As [`ratio`](Self::ratio), an engine against a fio job.
     pub fn ratio_to_fio(&self, a: EngineKind, fio: &Option<FioFigures>) -> Option<f64> {
-        let a: Vec<f64> = self.engine(a)?.samples.iter().map(|s| s.mb_s).collect();
-        paired_median(&a, &fio.as_ref()?.samples)
+        paired_median(&self.samples(a, |s| s.mb_s)?, &fio.as_ref()?.samples)
     }
 }
 
@@ -302,28 +295,30 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     let size = opts.size.min(file.size().unwrap_or(opts.size)) / REQUEST as u64 * REQUEST as u64;
     let mut pool = BufPool::new(BufPoolOptions::aligned(PAGE_SIZE).with_region(REQUEST));
     let region = pool.region().context("a request region")?.clone();
-    let mut engines = build_engines(&opts.engines, &region)?;
+    // Each engine with the request buffer's region registered.
+    let mut engines = opts
+        .engines
+        .iter()
+        .map(|k| {
+            let mut e = k.build()?;
+            e.register_region(&region)
+                .with_context(|| format!("registering buffers with {}", k.name()))?;
+            Ok(e)
+        })
+        .collect::<Result<Vec<Box<dyn Engine>>>>()?;
     let fio_on = !opts.no_fio && crate::harness::fio::fio_version().is_some();
     let (runtime, repeat) = (opts.common.runtime, opts.common.repeat);
     let steps = rows.len() * (engines.len() + if fio_on { 2 } else { 0 }) * repeat as usize;
     let phase = Phase::timed("bench writev", runtime * steps as u32);
 
-    let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); engines.len()]; rows.len()];
+    let mut samples = vec![vec![Vec::new(); engines.len()]; rows.len()];
     let (mut fio4, mut fio32) = (vec![Vec::new(); rows.len()], vec![Vec::new(); rows.len()]);
     let mut rng = SmallRng::seed_from_u64(0x0005_eed0);
     for _rep in 0..repeat {
         for (ri, &row) in rows.iter().enumerate() {
-            for (ei, engine) in engines.iter_mut().enumerate() {
-                let s = measure(
-                    &file,
-                    engine.as_mut(),
-                    &mut pool,
-                    row,
-                    size,
-                    runtime,
-                    &mut rng,
-                )
-                .with_context(|| format!("{} through the {} engine", row.name(), engine.name()))?;
+            for (ei, e) in engines.iter_mut().enumerate() {
+                let s = measure(&file, e.as_mut(), &mut pool, row, size, runtime, &mut rng)
+                    .with_context(|| format!("{} through the {} engine", row.name(), e.name()))?;
                 samples[ri][ei].push(s);
             }
             if fio_on {
@@ -334,23 +329,27 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     }
     phase.finish();
 
-    let rows = rows.iter().enumerate().map(|(ri, &row)| RowFigures {
-        row,
-        name: row.name().to_string(),
-        seed_speedup: row.seed_speedup(),
-        seed_sys_ratio: row.seed_sys_ratio(),
-        engines: engines
-            .iter()
-            .zip(&samples[ri])
-            .map(|(e, s)| EngineFigures {
-                engine: e.name().to_string(),
-                mb_s: Summary::over(s.iter().map(|s| s.mb_s)),
-                samples: s.clone(),
-            })
-            .collect(),
-        fio_4k: fio_figures("bs=4k psync, 8 per random offset", &fio4[ri]),
-        fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
-    });
+    let rows = rows
+        .iter()
+        .zip(samples)
+        .enumerate()
+        .map(|(ri, (&row, s))| RowFigures {
+            row,
+            name: row.name().to_string(),
+            seed_speedup: row.seed_speedup(),
+            seed_sys_ratio: row.seed_sys_ratio(),
+            engines: engines
+                .iter()
+                .zip(s)
+                .map(|(e, samples): (_, Vec<Sample>)| EngineFigures {
+                    engine: e.name().to_string(),
+                    mb_s: Summary::over(samples.iter().map(|s| s.mb_s)),
+                    samples,
+                })
+                .collect(),
+            fio_4k: fio_figures("bs=4k psync, 8 per random offset", &fio4[ri]),
+            fio_32k: fio_figures("bs=32k psync", &fio32[ri]),
+        });
     Ok(WritevReport {
         meta: RunMeta::collect(&path),
         size,
@@ -360,25 +359,11 @@ pub fn run(opts: &WritevOptions) -> Result<WritevReport> {
     })
 }
 
-/// The engines of `kinds`, each with the request buffer's region registered.
-fn build_engines(kinds: &[EngineKind], region: &Region) -> Result<Vec<Box<dyn Engine>>> {
-    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
-    for k in kinds {
-        let mut e = k.build()?;
-        e.register_region(region)
-            .with_context(|| format!("registering buffers with {}", k.name()))?;
-        engines.push(e);
-    }
-    Ok(engines)
-}
-
 /// fio's run of `row` in `bs`-byte calls, psync, O_DIRECT.
 fn fio_job(path: &Path, row: Row, bs: u64, size: u64, runtime: Duration) -> Result<FioResult> {
-    let mut job = FioJob::new(path, row.spec().2, bs, size);
+    let mut job = FioJob::new(path, row.spec().3, bs, size);
     job.runtime_s = runtime.as_secs_f64();
-    if matches!(row, Row::RandomMixed | Row::SequentialMixed) {
-        job.rwmixread = Some(50);
-    }
+    job.rwmixread = row.mixed().then_some(50);
     if row.random() && bs < REQUEST as u64 {
         // The per-segment reference: the segments of one random request, one call each.
         job.ios_per_offset = Some((REQUEST as u64 / bs) as u32);
@@ -391,21 +376,15 @@ fn fio_figures(job: &str, results: &[FioResult]) -> Option<FioFigures> {
     if results.is_empty() {
         return None;
     }
-    let per_req = |r: &FioResult, x: f64| {
-        per(
-            x,
-            (r.read_iops + r.write_iops) * r.runtime_ms as f64 / 1000.0,
-        )
+    let per_req = |x: fn(&FioResult) -> f64| -> Vec<f64> {
+        results.iter().map(|r| per(x(r), r.requests())).collect()
     };
-    let sys_us = |r: &FioResult| r.sys_cpu_pct / 100.0 * r.runtime_ms as f64 / 1000.0 * 1e6;
-    let sys: Vec<f64> = results.iter().map(|r| per_req(r, sys_us(r))).collect();
-    let ctx: Vec<f64> = results.iter().map(|r| per_req(r, r.ctx as f64)).collect();
     let mb: Vec<f64> = results.iter().map(|r| r.total_mb_s).collect();
     Some(FioFigures {
         job: job.to_string(),
         mb_s: Summary::over(mb.iter().copied()),
-        sys_us_per_req: median(&sys).unwrap_or(0.0),
-        ctx_per_req: median(&ctx).unwrap_or(0.0),
+        sys_us_per_req: median(&per_req(|r| r.sys_cpu_pct / 100.0 * r.secs() * 1e6)).unwrap_or(0.0),
+        ctx_per_req: median(&per_req(|r| r.ctx as f64)).unwrap_or(0.0),
         samples: mb,
     })
 }

@@ -2,7 +2,8 @@
 
 use vecio::EngineKind::{self, Serial, Sync, Uring};
 
-use super::{FioFigures, Row, RowFigures, Writev, WritevReport};
+use super::Row::{RandomMixed, RandomReadv, RandomWritev, SequentialMixed, SequentialWritev};
+use super::{FioFigures, RowFigures, Writev, WritevReport};
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{at_least, div, Plot, PAIRED};
 use crate::experiment::seed::claim;
@@ -66,33 +67,23 @@ impl View for WritevReport {
             let result = "random writev: uring/serial";
             return vec![SummaryRow::missing(seed, result, "x", "8.8")];
         };
-        let mut out = Vec::new();
-        let rows = [
-            Row::RandomWritev,
-            Row::SequentialWritev,
-            Row::RandomMixed,
-            Row::SequentialMixed,
-        ];
-        for (x, f) in rows.iter().filter_map(|&x| Some((x, w.row(x)?))) {
-            let v = f.ratio(Uring, Serial);
-            // fio's 32k/4k ratio is fio's own ratio, not a program measured beside vecio: it
-            // stays in the section's table, not in the summary's peer column.
-            let target = (x == Row::RandomWritev).then(|| at_least(v, 4.0, "x"));
-            let result = format!("{}: uring/serial", x.name());
-            let seed_figure = format!("{:.1}", x.seed_speedup());
-            out.push(SummaryRow::own(
-                seed,
-                result,
-                "x",
-                seed_figure,
-                num(v, 2),
-                target.flatten(),
-            ));
-        }
-        if let Some(f) = w.row(Row::RandomReadv) {
+        let rows = [RandomWritev, SequentialWritev, RandomMixed, SequentialMixed];
+        let found = rows.into_iter().filter_map(|x| Some((x, w.row(x)?)));
+        let mut out: Vec<SummaryRow> = found
+            .map(|(x, f)| {
+                let v = f.ratio(Uring, Serial);
+                // fio's 32k/4k ratio is fio's own ratio, not a program measured beside vecio:
+                // it stays in the section's table, not in the summary's peer column.
+                let target = at_least(v, 4.0, "x").filter(|_| x == RandomWritev);
+                let result = format!("{}: uring/serial", x.name());
+                let seed_figure = format!("{:.1}", x.seed_speedup());
+                SummaryRow::own(seed, result, "x", seed_figure, num(v, 2), target)
+            })
+            .collect();
+        if let Some(f) = w.row(RandomReadv) {
             let v = div(f.sys_us(Serial), f.sys_us(Uring));
             let result = "random readv sys time: serial/uring".into();
-            let seed_figure = format!("{:.1}", Row::RandomReadv.seed_sys_ratio().unwrap_or(0.0));
+            let seed_figure = format!("{:.1}", RandomReadv.seed_sys_ratio().unwrap_or(0.0));
             out.push(SummaryRow::own(
                 seed,
                 result,
@@ -102,7 +93,7 @@ impl View for WritevReport {
                 None,
             ));
         }
-        out.extend(w.row(Row::RandomWritev).map(|f| fio_row(f, seed)));
+        out.extend(w.row(RandomWritev).map(|f| fio_row(f, seed)));
         out
     }
 
@@ -126,6 +117,8 @@ impl View for WritevReport {
 
 /// The engines in table order.
 const ENGINES: [EngineKind; 3] = [Serial, Sync, Uring];
+/// fio's jobs, in table order.
+const FIO_SERIES: [&str; 2] = ["fio bs=4k psync", "fio bs=32k psync"];
 
 fn throughput(w: &WritevReport) -> DataTable {
     let title = "Throughput, MB/s (10^6 bytes/s; median ± relative std dev of the repetitions)";
@@ -140,8 +133,8 @@ fn throughput(w: &WritevReport) -> DataTable {
         f.as_ref()
             .map(|f| at.summary(&f.mb_s, 1, &format!("{name}/mb_s")))
     };
-    t.col("fio bs=4k psync", |at, r| fio(&r.fio_4k, at, "fio_4k"))
-        .col("fio bs=32k psync", |at, r| fio(&r.fio_32k, at, "fio_32k"))
+    t.col(FIO_SERIES[0], |at, r| fio(&r.fio_4k, at, "fio_4k"))
+        .col(FIO_SERIES[1], |at, r| fio(&r.fio_32k, at, "fio_32k"))
         .col("uring/serial", |_, r| Cell::ratio(r.ratio(Uring, Serial)))
         .col("sync/serial", |_, r| Cell::ratio(r.ratio(Sync, Serial)))
         .col("seed", |at, r| at.json(r.seed_speedup, 1, "seed_speedup"))
@@ -186,15 +179,11 @@ fn bars(w: &WritevReport) -> Bars {
     Bars {
         title: "readv/writev: MB/s per engine (seed 000)".into(),
         y_label: "MB/s".into(),
-        series: [
-            "serial",
-            "sync",
-            "uring",
-            "fio bs=4k psync",
-            "fio bs=32k psync",
-        ]
-        .map(String::from)
-        .to_vec(),
+        series: ENGINES
+            .iter()
+            .map(|k| k.name().to_string())
+            .chain(FIO_SERIES.map(String::from))
+            .collect(),
         groups: groups.collect(),
         mark_label: "serial x the seed's speedup".into(),
     }
@@ -219,31 +208,28 @@ fn fio_row(f: &RowFigures, seed: &'static str) -> SummaryRow {
 /// The targets, checked against a report. Targets needing fio are left out without it.
 pub(super) fn targets(report: &WritevReport) -> Vec<Target> {
     let mut out = Vec::new();
-    for r in [Row::RandomWritev, Row::RandomReadv] {
+    for r in [RandomWritev, RandomReadv] {
         let Some(f) = report.row(r) else { continue };
         let Some(fio) = f.fio_32k.as_ref().map(|x| x.mb_s.median) else {
             continue;
         };
-        for (k, e) in [Uring, Sync]
-            .into_iter()
-            .filter_map(|k| Some((k, f.engine(k)?)))
-        {
-            let ratio = e.mb_s.median / fio;
-            let (row, engine) = (r.name(), k.name());
+        for k in [Uring, Sync] {
+            let Some(e) = f.engine(k) else { continue };
+            let (ratio, row, engine) = (e.mb_s.median / fio, r.name(), k.name());
             let text = format!("{row} {engine}: {ratio:.2}x fio bs=32k psync (want >= 0.95x)");
             out.push(Target::new(text, ratio >= 0.95));
         }
     }
-    if let Some(f) = report.row(Row::RandomWritev) {
-        if let Some(ratio) = f.ratio_to_fio(Serial, &f.fio_4k) {
-            let text =
-                format!("random writev serial: {ratio:.2}x fio bs=4k psync (want within 10%)");
-            out.push(Target::new(text, (ratio - 1.0).abs() <= 0.10));
-        }
-        if let Some(ratio) = f.ratio(Uring, Serial) {
-            let text = format!("random writev uring/serial: {ratio:.2}x (want >= 4x; seed 8.7x)");
-            out.push(Target::new(text, ratio >= 4.0));
-        }
+    let Some(f) = report.row(RandomWritev) else {
+        return out;
+    };
+    if let Some(ratio) = f.ratio_to_fio(Serial, &f.fio_4k) {
+        let text = format!("random writev serial: {ratio:.2}x fio bs=4k psync (want within 10%)");
+        out.push(Target::new(text, (ratio - 1.0).abs() <= 0.10));
+    }
+    if let Some(ratio) = f.ratio(Uring, Serial) {
+        let text = format!("random writev uring/serial: {ratio:.2}x (want >= 4x; seed 8.7x)");
+        out.push(Target::new(text, ratio >= 4.0));
     }
     out
 }
