@@ -62,7 +62,6 @@ pub fn serve(opts: &Options, ready: impl FnOnce(&Device) + Send + Sync + 'static
     let fd = file.as_raw_fd();
     let shared = Arc::new(Shared {
         file: Arc::new(file),
-        fd,
         fixed_slot: Some(1),
     });
     let target = serde_json::json!({ "vecio": {

@@ -36,8 +36,6 @@ static RETRY: io_uring::types::Timespec = io_uring::types::Timespec::new().nsec(
 pub(crate) struct Shared {
     /// The backing file.
     pub file: Arc<File>,
-    /// Its descriptor.
-    pub fd: i32,
     /// Its fixed-file slot in every queue ring (libublk registers `tgt.fds`).
     pub fixed_slot: Option<u32>,
 }
@@ -106,7 +104,7 @@ impl<'a> Server<'a> {
         let size = dev.dev_info.max_io_buf_bytes as usize;
         Server {
             backend: Backend::new(shared.file.clone(), shared.fixed_slot),
-            straight: Straight::new(&shared.file, shared.fd, shared.fixed_slot, depth),
+            straight: Straight::new(&shared.file, shared.fixed_slot, depth),
             straight_done: Vec::with_capacity(depth),
             bufs: (0..depth).map(|_| None).collect(),
             buf_size: size,

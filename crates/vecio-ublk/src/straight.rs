@@ -11,6 +11,8 @@
 //! Anything else (a request the file cannot take as it is, FLUSH, DISCARD, WRITE_ZEROES) still
 //! goes through the vecio queue, which bounces, widens and orders as it must.
 
+use std::os::fd::AsRawFd;
+
 use io_uring::{opcode, types};
 use vecio::{AlignedBuf, DioAlign, File, RwFlags};
 
@@ -62,9 +64,9 @@ pub(crate) struct Straight {
 impl Straight {
     /// The straight path to `file` for a queue of `depth` tags; `fixed_slot` is the file's
     /// fixed-file slot in the ring, when it has one.
-    pub(crate) fn new(file: &File, fd: i32, fixed_slot: Option<u32>, depth: usize) -> Self {
+    pub(crate) fn new(file: &File, fixed_slot: Option<u32>, depth: usize) -> Self {
         Straight {
-            fd,
+            fd: file.as_raw_fd(),
             fixed_slot,
             align: file.is_direct().then(|| file.dio_align()),
             pending: vec![None; depth],
@@ -121,23 +123,17 @@ impl Straight {
         if p.done >= p.len {
             return Some(p.len as i32);
         }
-        let rest_ok = self.takes(p.offset + p.done as u64, p.len - p.done);
-        match (result, p.write) {
-            (0, false) => {
-                buf[p.done as usize..].fill(0);
-                Some(p.len as i32)
-            }
-            (0, true) => Some(-libc::EIO),
-            _ if rest_ok => {
-                self.pending[tag as usize] = Some(p);
-                self.again(tag, p, buf)
-            }
-            // The rest is not aligned for direct I/O any more (the file ended mid-block).
-            (_, false) => {
-                buf[p.done as usize..].fill(0);
-                Some(p.len as i32)
-            }
-            (_, true) => Some(-libc::EIO),
+        if result > 0 && self.takes(p.offset + p.done as u64, p.len - p.done) {
+            self.pending[tag as usize] = Some(p);
+            return self.again(tag, p, buf);
+        }
+        // Nothing more to ask for: the end of the file (nothing moved, or the rest no longer
+        // aligned for direct I/O because the file ended mid-block).
+        if p.write {
+            Some(-libc::EIO)
+        } else {
+            buf[p.done as usize..].fill(0);
+            Some(p.len as i32)
         }
     }
 
@@ -196,7 +192,7 @@ mod tests {
             .direct(direct)
             .open(tmp.path())
             .unwrap();
-        (Straight::new(&file, -1, None, 4), tmp)
+        (Straight::new(&file, None, 4), tmp)
     }
 
     /// A request in flight on tag 1, as `start` records it (without a ring to push into).
