@@ -46,6 +46,12 @@ fn a_hung_server_is_aborted_by_the_kernel() {
         .status()
         .unwrap()
         .success());
+    // kill returns when the signal is sent; a worker answers the request in its hands before it
+    // stops, so the probe waits until every thread of the server has stopped.
+    assert!(
+        all_threads_stopped(server.id(), Duration::from_secs(10)),
+        "the server's threads did not all stop within 10 s of SIGSTOP"
+    );
     let (tx, rx) = mpsc::channel();
     let probe = mnt.join("new-name");
     let started = Instant::now();
@@ -55,8 +61,7 @@ fn a_hung_server_is_aborted_by_the_kernel() {
     });
     let got = rx.recv_timeout(Duration::from_secs(60));
     // What the mount table said when the caller had its answer: an answer other than the
-    // abort's would be told apart from a mount that was gone (seen once under CI's load:
-    // ENOENT, not reproduced since).
+    // abort's is told apart from a mount that was gone.
     let still_mounted = common::mounts_under(dir.path()).len();
     let _ = Command::new("kill").args(["-CONT", &pid]).status();
     let gone = server.wait_timeout_or_kill(Duration::from_secs(10));
@@ -70,6 +75,35 @@ fn a_hung_server_is_aborted_by_the_kernel() {
         "after {after:?}: {err}; mounts under the test's directory then: {still_mounted}"
     );
     assert!(gone, "the server did not end with its connection");
+}
+
+/// Waits until every thread of process `pid` is in the stopped state (`T` in its
+/// `/proc/PID/task/TID/stat`), for up to `limit`. The kernel's io_uring workers (`iou-*`), which
+/// serve the ring rather than answer requests, are not waited for.
+fn all_threads_stopped(pid: u32, limit: Duration) -> bool {
+    let end = Instant::now() + limit;
+    let stopped = || -> Option<bool> {
+        for task in fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+            let task = task.ok()?.path();
+            let comm = fs::read_to_string(task.join("comm")).ok()?;
+            if comm.starts_with("iou-") {
+                continue;
+            }
+            let stat = fs::read_to_string(task.join("stat")).ok()?;
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            if state != 'T' {
+                return Some(false);
+            }
+        }
+        Some(true)
+    };
+    while Instant::now() < end {
+        if stopped() == Some(true) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
 }
 
 /// Waits for a child for up to `limit`, killing it past that; true when it ended by itself.
