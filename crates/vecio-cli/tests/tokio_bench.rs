@@ -38,7 +38,7 @@ fn bench_tokio_http_measures_both_servers_and_cleans_up() {
     if !serve_example().is_file() {
         eprintln!(
             "skipped: the example server is not built at {} (the test build, `cargo test \
-             --workspace --release --no-run`, builds it; or `cargo build --release -p \
+             --workspace --no-run` with its profile, builds it; or `cargo build --release -p \
              vecio-tokio --example serve`)",
             serve_example().display()
         );
