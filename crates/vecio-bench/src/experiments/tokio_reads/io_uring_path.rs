@@ -36,12 +36,15 @@ struct Outcome {
 }
 
 /// The target directory of the helper's build: `tokio-io-uring/` in the cargo target directory
-/// this bench runs from (`target/release/vecio-bench`), else in the temporary directory.
+/// this bench runs from (`target/release/vecio-bench`), else in the temporary directory. Cargo
+/// marks a target directory it made with `CACHEDIR.TAG`, and every one it builds in with
+/// `.rustc_info.json` (a directory made before cargo ran, as make test's logs make it, has only
+/// the latter).
 fn target_dir(exe: &Path) -> PathBuf {
     let cargo_target = exe
         .parent()
         .and_then(Path::parent)
-        .filter(|t| t.join("CACHEDIR.TAG").is_file());
+        .filter(|t| t.join("CACHEDIR.TAG").is_file() || t.join(".rustc_info.json").is_file());
     match cargo_target {
         Some(t) => t.join("tokio-io-uring"),
         None => std::env::temp_dir().join("vecio-tokio-io-uring"),
@@ -142,4 +145,19 @@ pub(super) fn measure(
         return Err(format!("{} reads failed: {why}{hint}", o.errors));
     }
     Ok(o.sample)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_helper_is_built_in_the_cargo_target_directory_the_bench_runs_from() {
+        let target = tempfile::tempdir().unwrap();
+        let exe = target.path().join("release").join("vecio-bench");
+        let elsewhere = std::env::temp_dir().join("vecio-tokio-io-uring");
+        assert_eq!(target_dir(&exe), elsewhere, "not a cargo target directory");
+        std::fs::write(target.path().join(".rustc_info.json"), "{}").unwrap();
+        assert_eq!(target_dir(&exe), target.path().join("tokio-io-uring"));
+    }
 }
