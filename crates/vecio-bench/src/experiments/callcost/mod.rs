@@ -20,6 +20,7 @@ use crate::experiment::options::Common;
 use crate::experiment::{Env, Experiment, Helper, Preset, Seed};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
+use crate::harness::server::{diagnostics, first_line};
 use crate::harness::stats::Summary;
 
 /// Bytes per call.
@@ -310,7 +311,7 @@ fn time_variant(variant: Variant, path: &Path, runtime: Duration) -> Result<f64>
 
 /// valgrind's version, when it is installed.
 pub fn valgrind_version() -> Option<String> {
-    crate::harness::server::first_line("valgrind", &["--version"])
+    first_line("valgrind", &["--version"])
 }
 
 /// User-space instructions per call of `variant`: callgrind totals of the worker at two call
@@ -328,8 +329,7 @@ fn instructions(exe: &Path, variant: Variant, path: &Path) -> Result<f64> {
             .context("running valgrind")?;
         let err = String::from_utf8_lossy(&out.stderr);
         if !out.status.success() {
-            let tail: Vec<&str> = err.lines().rev().take(3).collect();
-            bail!("callgrind worker failed: {}", tail.join(" | "));
+            bail!("callgrind worker failed: {}", diagnostics(&err, 3, true));
         }
         err.lines()
             .find_map(|l| l.split("Collected :").nth(1))
