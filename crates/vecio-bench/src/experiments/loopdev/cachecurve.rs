@@ -1,14 +1,15 @@
 //! The page cache over one measurement: a thread samples a file's resident pages until
 //! stopped, giving the curve the report plots.
 
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread::JoinHandle;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use vecio_host::pagecache::CacheSnapshot;
+
+use crate::harness::progress::Ticker;
 
 /// One point of the curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -24,35 +25,30 @@ pub struct CachePoint {
 /// A running sampler; [`CacheSampler::stop`] ends it and returns the curve.
 #[derive(Debug)]
 pub struct CacheSampler {
-    stop: Sender<()>,
-    handle: JoinHandle<Vec<CachePoint>>,
+    ticker: Ticker,
+    points: Arc<Mutex<Vec<CachePoint>>>,
 }
 
 impl CacheSampler {
     /// Starts sampling `path` every `interval` (the first point at once).
     pub fn start(path: &Path, interval: Duration) -> CacheSampler {
-        let (stop, rx) = mpsc::channel::<()>();
-        let path: PathBuf = path.to_path_buf();
-        let handle = std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let first = CacheSnapshot::take(&path).ok();
-            let mut points = Vec::new();
-            loop {
-                if let (Some(first), Ok(now)) = (first, CacheSnapshot::take(&path)) {
-                    points.push(CachePoint {
-                        t_s: t0.elapsed().as_secs_f64(),
-                        file_resident: now.file_resident,
-                        system_cached: now.system_cached as i64 - first.system_cached as i64,
-                    });
-                }
-                match rx.recv_timeout(interval) {
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    _ => break,
-                }
+        let points = Arc::new(Mutex::new(Vec::new()));
+        let (path, sink) = (path.to_path_buf(), Arc::clone(&points));
+        // The start and the first snapshot, taken on the sampling thread at its first tick.
+        let mut origin: Option<(Instant, Option<CacheSnapshot>)> = None;
+        let ticker = Ticker::every(interval, move || {
+            let (t0, first) =
+                *origin.get_or_insert_with(|| (Instant::now(), CacheSnapshot::take(&path).ok()));
+            if let (Some(first), Ok(now)) = (first, CacheSnapshot::take(&path)) {
+                let point = CachePoint {
+                    t_s: t0.elapsed().as_secs_f64(),
+                    file_resident: now.file_resident,
+                    system_cached: now.system_cached as i64 - first.system_cached as i64,
+                };
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(point);
             }
-            points
         });
-        CacheSampler { stop, handle }
+        CacheSampler { ticker, points }
     }
 
     /// The interval that gives about 25 points over `runtime`, between 20 ms and 500 ms.
@@ -62,8 +58,9 @@ impl CacheSampler {
 
     /// Stops sampling (after one last point) and returns the curve.
     pub fn stop(self) -> Vec<CachePoint> {
-        drop(self.stop);
-        self.handle.join().unwrap_or_default()
+        drop(self.ticker);
+        let mut points = self.points.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *points)
     }
 }
 
