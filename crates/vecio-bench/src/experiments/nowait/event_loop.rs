@@ -77,13 +77,9 @@ pub(super) fn measure(
     };
     let mut q = Queue::new(engine_for(c, opts)?);
     // Keep f2 uncached for the whole run: the kernel would otherwise cache what it reads.
-    let (stop, f2) = (Arc::new(AtomicBool::new(false)), files[1].clone());
-    let stopped = stop.clone();
-    let evictor = std::thread::spawn(move || {
-        while !stopped.load(Ordering::Relaxed) {
-            let _ = pagecache::evict(&f2);
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    let f2 = files[1].clone();
+    let evictor = Ticker::every(Duration::from_millis(100), move || {
+        let _ = pagecache::evict(&f2);
     });
 
     let mut tally = Tally::new(opts.depth);
@@ -128,8 +124,7 @@ pub(super) fn measure(
     let _ = q.submit_and_wait(q.len());
     q.reap(&mut done);
     drop(q);
-    stop.store(true, Ordering::Relaxed);
-    let _ = evictor.join();
+    drop(evictor);
     tally.result?;
     Ok(Run {
         mb_s: tally.bytes as f64 / wall / 1e6,

@@ -6,7 +6,6 @@
 //! io_uring.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +23,7 @@ use crate::experiment::options::{parse_count, parse_size, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::experiments::nowait::zipf::Zipf;
 use crate::harness::meta::RunMeta;
-use crate::harness::progress::Phase;
+use crate::harness::progress::{Phase, Ticker};
 use crate::harness::scratch::ScratchFile;
 use crate::harness::stats::Summary;
 use vecio_host::pagecache;
