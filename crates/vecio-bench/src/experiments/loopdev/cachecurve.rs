@@ -56,7 +56,7 @@ impl CacheSampler {
         (runtime / 25).clamp(Duration::from_millis(20), Duration::from_millis(500))
     }
 
-    /// Stops sampling (after one last point) and returns the curve.
+    /// Stops sampling and returns the curve (its last point is the last tick's).
     pub fn stop(self) -> Vec<CachePoint> {
         drop(self.ticker);
         let mut points = self.points.lock().unwrap_or_else(|p| p.into_inner());
