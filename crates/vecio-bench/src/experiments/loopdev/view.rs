@@ -374,8 +374,8 @@ pub(super) fn targets(r: &LoopReport) -> Vec<Target> {
             out.push(Target::new(text, ratio >= want));
         }
     }
-    let cpu = r.cell(Subject::VecioDirect, job);
-    if let Some(cpu) = cpu.and_then(|c| c.median_of(|s| s.cpu_us_per_req)) {
+    let vecio = r.cell(Subject::VecioDirect, job);
+    if let Some(cpu) = vecio.and_then(|c| c.median_of(|s| s.cpu_us_per_req)) {
         let text = format!(
             "4k randread: vecio nbd direct's server CPU {cpu:.1} µs per request (want <= \
              {MAX_CPU_US_4K} µs)"
