@@ -59,7 +59,7 @@ pub struct FuseArgs {
     #[arg(short = 's', conflicts_with = "threads")]
     pub single_thread: bool,
     /// Worker threads, each with its own /dev/fuse clone and ring (default: one per CPU).
-    #[arg(long, value_parser = crate::size::parse_count)]
+    #[arg(long, value_parser = vecio_host::args::parse_count)]
     pub threads: Option<usize>,
     /// Pages per FUSE request (1 = one request per 4 KiB segment, the behaviour before
     /// scatter-gather packing; default: the kernel's limit, 256 = 1 MiB).

@@ -14,7 +14,6 @@ mod mount_helper;
 mod nbd;
 mod probe;
 mod signals;
-mod size;
 mod ublk;
 
 use clap::Parser;

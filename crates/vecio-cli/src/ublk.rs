@@ -15,7 +15,7 @@ use clap::{Args, Subcommand};
 use vecio_ublk::{Cache, Device, Listed, Options};
 
 use crate::cli::UsageError;
-use vecio_bench::experiment::options::parse_size;
+use vecio_host::args::parse_size;
 
 /// Options of `vecio ublk`.
 #[derive(Args, Debug, Clone)]

@@ -1,10 +1,12 @@
 //! Facts about the machine vecio runs on, shared by `vecio info` and the bench: the kernel, the
 //! mounts and the filesystem and block device behind a path ([`system`], [`fs`]), the page
 //! cache ([`pagecache`]), the NBD and FUSE peers installed on the host or in the trixie chroot
-//! ([`peers`]), and the plain-text tables both print ([`table`]).
+//! ([`peers`]), the plain-text tables both print ([`table`]), and the sizes, counts and seconds
+//! both take on their command lines ([`args`]).
 
 #![warn(missing_docs)]
 
+pub mod args;
 pub mod fs;
 pub mod pagecache;
 pub mod peers;

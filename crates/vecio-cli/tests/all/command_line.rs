@@ -373,3 +373,37 @@ fn fuse_takes_libfuse_f_d_s_and_refuses_a_busy_mount_point() {
     assert!(err.contains("threads=1"), "{err}");
     assert!(!err.contains('\x1b'), "no colour into a pipe");
 }
+
+/// `vecio`, the binary users deploy as a server, links nothing of the bench (its crate or its
+/// plotting, histogram and runtime dependencies): `vecio bench` runs the separate `vecio-bench`.
+/// Read from the binary's symbol table with `nm`; skipped, saying so, where binutils is absent.
+#[test]
+fn the_server_binary_links_none_of_the_bench() {
+    let bin = env!("CARGO_BIN_EXE_vecio");
+    let out = match Command::new("nm").args(["--demangle", bin]).output() {
+        Ok(out) if out.status.success() => out,
+        Ok(out) => panic!("nm {bin}: {}", stderr(&out)),
+        Err(e) => {
+            eprintln!("skipped: nm (binutils) cannot run: {e}");
+            return;
+        }
+    };
+    let symbols = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        symbols.contains("vecio_nbd::"),
+        "the binary has a symbol table to read (vecio_nbd's symbols are in it)"
+    );
+    for bench in [
+        "vecio_bench::",
+        "plotters::",
+        "hdrhistogram::",
+        "tokio_uring::",
+    ] {
+        let found: Vec<&str> = symbols
+            .lines()
+            .filter(|l| l.contains(bench))
+            .take(3)
+            .collect();
+        assert!(found.is_empty(), "vecio links {bench}: {found:?}");
+    }
+}
