@@ -36,16 +36,18 @@ pub struct NbdArgs {
     /// with '/' or '..' are refused. "" is refused unless -x names a default export.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Unix socket to listen on. Default, when no -p is given either: FILE.sock (DIR.sock,
-    /// beside DIR, with --dir).
+    /// Unix socket to listen on. Default, when neither -p nor -b is given: FILE.sock
+    /// (DIR.sock, beside DIR, with --dir).
     #[arg(short = 'U', long = "socket")]
     pub socket: Option<PathBuf>,
-    /// TCP port to listen on (0: any free port; the one chosen is printed).
+    /// TCP port to listen on (0: any free port; the one chosen is printed). -b without -p
+    /// listens on 10809, NBD's port, as qemu-nbd does.
     #[arg(short = 'p', long)]
     pub port: Option<u16>,
-    /// Address or host name to listen on for TCP (every address the name resolves to).
-    #[arg(short = 'b', long = "bind", default_value = "127.0.0.1")]
-    pub bind: String,
+    /// Address or host name to listen on for TCP (every address the name resolves to);
+    /// 127.0.0.1 when only -p is given.
+    #[arg(short = 'b', long = "bind")]
+    pub bind: Option<String>,
     /// Export read-only: writes, trims and zeroing fail with EPERM.
     #[arg(short = 'r', long)]
     pub read_only: bool,
@@ -120,6 +122,16 @@ pub struct NbdArgs {
     /// neither names are served. A refused client is logged and disconnected at once.
     #[arg(long, value_name = "RULES", value_delimiter = ',', value_parser = parse_rule)]
     pub deny: Vec<vecio_nbd::AddrRule>,
+}
+
+/// NBD's registered TCP port (IANA), qemu-nbd's and nbd-server's default.
+const NBD_PORT: u16 = 10809;
+
+impl NbdArgs {
+    /// The TCP port to listen on: -p, or NBD's port when only -b says to listen on TCP.
+    fn tcp_port(&self) -> Option<u16> {
+        self.port.or(self.bind.as_ref().map(|_| NBD_PORT))
+    }
 }
 
 /// One `--allow`/`--deny` rule.
@@ -216,6 +228,22 @@ fn authz(a: &NbdArgs) -> Result<Option<vecio_nbd::Authz>> {
     Ok(Some(list))
 }
 
+/// A file this user may not write, or one on a read-only filesystem, can still be exported
+/// with -r: the error says so (qemu-nbd and nbdkit users meet the same refusal).
+fn read_only_hint(e: vecio_nbd::Error, read_only: bool) -> anyhow::Error {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        let errno = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.raw_os_error());
+        if !read_only && matches!(errno, Some(libc::EACCES | libc::EPERM | libc::EROFS)) {
+            return anyhow::anyhow!("{e}; -r exports it read-only");
+        }
+        cause = c.source();
+    }
+    e.into()
+}
+
 /// The server of FILE, or of DIR's files, listening nowhere yet.
 fn server(a: &NbdArgs) -> Result<Server> {
     let opts = ServerOptions {
@@ -236,7 +264,8 @@ fn server(a: &NbdArgs) -> Result<Server> {
     };
     let Some(dir) = &a.dir else {
         let file = a.file.as_deref().context("FILE or --dir is required")?;
-        let export = Export::open(file, export)?;
+        let read_only = export.read_only;
+        let export = Export::open(file, export).map_err(|e| read_only_hint(e, read_only))?;
         tracing::info!(
             file = %file.display(),
             size = export.size(),
@@ -278,8 +307,8 @@ fn default_socket(a: &NbdArgs) -> PathBuf {
 pub fn run(a: NbdArgs) -> Result<()> {
     // Socket activation: taken (and the variables unset) before anything starts a thread.
     let passed = vecio_nbd::listen_fds();
-    if !passed.is_empty() && (a.socket.is_some() || a.port.is_some()) {
-        anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U or -p");
+    if !passed.is_empty() && (a.socket.is_some() || a.tcp_port().is_some()) {
+        anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U, -p or -b");
     }
     let mut server = server(&a)?;
     let lines = listen(&mut server, &a, passed)?;
@@ -315,7 +344,7 @@ fn listen(
     a: &NbdArgs,
     passed: Vec<std::os::fd::OwnedFd>,
 ) -> Result<Vec<String>> {
-    let socket = match (&a.socket, a.port) {
+    let socket = match (&a.socket, a.tcp_port()) {
         _ if !passed.is_empty() => None,
         (Some(s), _) => Some(s.clone()),
         (None, None) => Some(default_socket(a)),
@@ -342,8 +371,9 @@ fn listen(
         let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
         lines.push(format!("{scheme}+unix://{name}?socket={}", s.display()));
     }
-    if let Some(mut port) = a.port {
-        for addr in bind_addrs(&a.bind, port)? {
+    if let Some(mut port) = a.tcp_port() {
+        let host = a.bind.as_deref().unwrap_or("127.0.0.1");
+        for addr in bind_addrs(host, port)? {
             // Port 0: the first listener picks the port, the others take the same one.
             let at = server.listen_tcp(SocketAddr::new(addr.ip(), port))?;
             port = at.port();

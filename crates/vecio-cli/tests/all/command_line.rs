@@ -211,26 +211,8 @@ fn info_names_the_permission_it_lacked() {
     std::fs::write(&secret, b"x").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    if !rustix::process::geteuid().is_root() {
-        println!("skipped: needs root to run vecio info as another user");
+    if !can_run_as_nobody(dir.path()) {
         return;
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        println!("skipped: setpriv (util-linux) is not installed");
-        return;
-    }
-    // The scratch directory must be traversable for nobody to reach the file.
-    let mut p = dir.path().to_path_buf();
-    let mut dirs = Vec::new();
-    while p.pop() {
-        dirs.push(p.clone());
-    }
-    let closed = dirs
-        .iter()
-        .chain(std::iter::once(&dir.path().to_path_buf()))
-        .any(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
-    if closed {
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -245,6 +227,83 @@ fn info_names_the_permission_it_lacked() {
     }
     assert!(all.contains("EACCES"), "{all}");
     assert!(all.contains("mode 600"), "{all}");
+}
+
+/// True when this test can run a command as nobody (65534) with `dir` reachable by it (made
+/// traversable where a parent is closed to others); says why not otherwise.
+fn can_run_as_nobody(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    if !rustix::process::geteuid().is_root() {
+        println!("skipped: needs root to run vecio as another user");
+        return false;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        println!("skipped: setpriv (util-linux) is not installed");
+        return false;
+    }
+    let mut p = dir.to_path_buf();
+    let mut dirs = vec![p.clone()];
+    while p.pop() {
+        dirs.push(p.clone());
+    }
+    let closed = dirs
+        .iter()
+        .any(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
+    if closed {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    true
+}
+
+/// `vecio nbd FILE` as nobody, FILE readable but not writable by it: refused with the hint
+/// that -r exports it read-only; with -r it is served.
+#[test]
+fn a_file_the_user_may_not_write_is_refused_with_the_read_only_hint() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("vecio-cl-");
+    if !can_run_as_nobody(dir.path()) {
+        return;
+    }
+    let image = dir.path().join("ro.img");
+    std::fs::write(&image, vec![7u8; 1 << 16]).unwrap();
+    std::fs::set_permissions(&image, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let socks = dir.path().join("socks");
+    std::fs::create_dir(&socks).unwrap();
+    std::fs::set_permissions(&socks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sock = socks.join("ro.sock");
+    let as_nobody = |extra: &[&str]| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_vecio"))
+            .args(["nbd", image.to_str().unwrap(), "-U", sock.to_str().unwrap()])
+            .args(extra);
+        c
+    };
+    let out = as_nobody(&[]).output().unwrap();
+    let err = stderr(&out);
+    if err.contains("cannot listen") {
+        println!("skipped: nobody cannot reach {}: {err}", socks.display());
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+    assert!(err.contains("-r exports it read-only"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let mut child = as_nobody(&["-r"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.starts_with("nbd+unix://"),
+        "served read-only: {line:?}"
+    );
 }
 
 /// Why FUSE mounts cannot be tried here, if they cannot.

@@ -219,6 +219,28 @@ fn tcp_port_0_prints_the_port_chosen() {
     assert!(child.wait().unwrap().success());
 }
 
+/// `-b ADDR` alone listens on TCP at NBD's port, 10809, as qemu-nbd does, not on the default
+/// Unix socket beside the file.
+#[test]
+fn bind_without_a_port_listens_on_nbd_port_10809() {
+    if let Err(e) = std::net::TcpListener::bind("127.0.0.1:10809") {
+        eprintln!("SKIP: 127.0.0.1:10809 is in use on this machine ({e})");
+        return;
+    }
+    let dir = scratch_dir();
+    std::fs::File::create(dir.path().join("d.img"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let (child, uri) = serve(dir.path(), &["d.img", "-b", "127.0.0.1", "-r"]);
+    assert_eq!(uri, "nbd://127.0.0.1:10809/");
+    assert!(!dir.path().join("d.img.sock").exists(), "a Unix socket too");
+    std::net::TcpStream::connect("127.0.0.1:10809").expect("listening on 10809");
+    let mut child = child.take();
+    sigterm(&child);
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn bad_options_exit_2_and_a_missing_file_exits_1() {
     let dir = scratch_dir();
