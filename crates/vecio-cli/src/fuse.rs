@@ -9,6 +9,9 @@
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -327,12 +330,16 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
     let unmounter = server.unmounter();
     let held = server.held();
     crate::signals::on_usr1(move || held.report())?;
-    crate::signals::on_stop(move |sig| {
-        tracing::info!(signal = sig, "unmounting");
-        if let Err(e) = unmounter.unmount() {
-            eprintln!("vecio: unmount: {e}");
-        }
-    })?;
+    let served = Arc::new(AtomicBool::new(false));
+    let stop = TwoStepStop {
+        unmounter,
+        mountpoint: a.mountpoint.clone(),
+        pid_file: a.pid_file.clone(),
+        quiet: a.quiet,
+        served: served.clone(),
+        signals: AtomicUsize::new(0),
+    };
+    crate::signals::on_stop(move |sig| stop.signalled(sig))?;
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     server.on_ready(move |serving| {
         let _ = ready_tx.send(*serving);
@@ -358,6 +365,7 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
     let result = serving
         .join()
         .unwrap_or_else(|_| Err(vecio_fuse::Error::Init("the server thread panicked".into())));
+    served.store(true, Ordering::SeqCst);
     if let Some(p) = &a.pid_file {
         let _ = std::fs::remove_file(p);
     }
@@ -376,6 +384,58 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
         summary.stats.requests_line()
     );
     Ok(())
+}
+
+/// SIGINT or SIGTERM: the first detaches the mount (lazily, as `fusermount3 -u -z`), and the
+/// server goes on serving what is still open under it until the last of it is closed, saying
+/// so when that takes a while; the next one stops the server at once, and the kernel then
+/// fails what is still open there with `ENOTCONN` (the FUSE device's last descriptor closes
+/// with the process).
+struct TwoStepStop {
+    unmounter: vecio_fuse::Unmounter,
+    mountpoint: PathBuf,
+    pid_file: Option<PathBuf>,
+    quiet: bool,
+    /// Set once the server has returned: nothing left to wait for.
+    served: Arc<AtomicBool>,
+    signals: AtomicUsize,
+}
+
+/// How long the first signal's detach may take to end the server before it says why not.
+const DETACH_GRACE: Duration = Duration::from_millis(500);
+
+impl TwoStepStop {
+    fn signalled(&self, sig: i32) {
+        if self.signals.fetch_add(1, Ordering::SeqCst) > 0 {
+            eprintln!(
+                "vecio: stopping now; what is still open under {} fails with ENOTCONN",
+                self.mountpoint.display()
+            );
+            if let Some(p) = &self.pid_file {
+                let _ = std::fs::remove_file(p);
+            }
+            std::process::exit(0);
+        }
+        tracing::info!(signal = sig, "unmounting");
+        if let Err(e) = self.unmounter.unmount() {
+            eprintln!("vecio: unmount: {e}");
+            return;
+        }
+        let start = std::time::Instant::now();
+        while start.elapsed() < DETACH_GRACE {
+            if self.served.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !self.quiet {
+            eprintln!(
+                "vecio: {} is detached; files and directories still open under it are served \
+                 until they are closed (signal again to stop now)",
+                self.mountpoint.display()
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `vecio fuse` as a user runs it: it prints `mounted SOURCE on MOUNTPOINT` once mounted,
-//! serves, and on SIGTERM unmounts and exits 0 (pid file removed); after `kill -9` the mount
+//! serves, and on SIGTERM unmounts and exits 0 (pid file removed; a mount still held is
+//! served until a second signal); after `kill -9` the mount
 //! reports ENOTCONN until `fusermount3 -u` (or `umount -l`) removes it; bad input exits 1 with
 //! one line and mounts nothing.
 
@@ -316,4 +317,74 @@ fn bad_input_exits_1_with_one_line_and_usage_errors_2() {
     refused(&["--timeout", "nan", s, m], &mnt, 2, "--timeout");
     refused(&[s], &mnt, 2, "MOUNTPOINT");
     refused(&["--engine", "warp", s, m], &mnt, 2, "warp");
+}
+
+/// The first SIGINT detaches a mount that something still holds open and goes on serving it,
+/// saying so; the second stops the server at once, and what is open there then fails with
+/// ENOTCONN.
+#[test]
+fn a_held_mount_is_served_after_the_first_sigint_and_the_second_stops_at_once() {
+    if skip("held_mount") {
+        return;
+    }
+    let (dir, src, mnt) = layout();
+    let log = dir.path().join("stderr");
+    let pid_file = dir.path().join("pid");
+    let child = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("fuse")
+        .args(["--pid-file", pid_file.to_str().unwrap()])
+        .arg(&src)
+        .arg(&mnt)
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("running vecio fuse");
+    let mut m = Mounted {
+        child: Some(child),
+        mnt: mnt.clone(),
+    };
+    let mut line = String::new();
+    BufReader::new(m.child().stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("mounted"), "{line:?}");
+    // The holder: the mount's root, open in this process, as a shell's working directory.
+    let root = fs::File::open(&mnt).unwrap();
+    let open_in_root = || {
+        rustix::fs::openat(
+            &root,
+            "hello",
+            rustix::fs::OFlags::RDONLY,
+            rustix::fs::Mode::empty(),
+        )
+    };
+    let pid = pid_of(&mut m);
+    let sigint = || {
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success())
+    };
+
+    sigint();
+    assert!(
+        m.wait(Duration::from_millis(1500)).is_none(),
+        "the server stopped while its mount was still held"
+    );
+    assert!(!is_mounted(&mnt), "not detached by the first SIGINT");
+    assert!(open_in_root().is_ok(), "what is held is no longer served");
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("is detached"), "{said}");
+    assert!(said.contains("signal again to stop now"), "{said}");
+
+    sigint();
+    let status = m
+        .wait(Duration::from_secs(5))
+        .expect("the second SIGINT did not stop the server");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!pid_file.exists(), "pid file left behind");
+    assert_eq!(open_in_root().unwrap_err(), rustix::io::Errno::NOTCONN);
+    let said = fs::read_to_string(&log).unwrap();
+    assert!(said.contains("stopping now"), "{said}");
 }
