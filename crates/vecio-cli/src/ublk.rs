@@ -65,6 +65,14 @@ pub enum UblkAction {
         /// The device number.
         n: u32,
     },
+    /// ublksrv's and rublk's `add -t loop -f FILE`, which vecio spells `vecio ublk FILE`:
+    /// refused with that hint rather than taken for a file named "add".
+    #[command(hide = true)]
+    Add {
+        /// Whatever followed `add`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
+    },
 }
 
 /// Runs `vecio ublk`.
@@ -74,6 +82,12 @@ pub fn run(a: UblkArgs) -> Result<()> {
         Some(UblkAction::Del { n }) => {
             vecio_ublk::delete(n).with_context(|| format!("deleting /dev/ublkb{n}"))
         }
+        Some(UblkAction::Add { .. }) => Err(UsageError(
+            "there is no `vecio ublk add`: `vecio ublk FILE` serves FILE as /dev/ublkbN \
+             (ublksrv's `ublk add -t loop -f FILE`)"
+                .into(),
+        )
+        .into()),
         None => serve(a),
     }
 }

@@ -21,6 +21,25 @@ fn without_a_file_or_action_it_is_a_usage_error() {
     assert!(err.contains("FILE, `list` or `del N` is required"), "{err}");
 }
 
+/// ublksrv's and rublk's `add -t loop -f FILE` gets the spelling vecio uses, not a confusing
+/// parse of "add" as the file.
+#[test]
+fn ublksrv_add_is_answered_with_vecio_spelling() {
+    for args in [
+        &["ublk", "add", "-t", "loop", "-f", "x.img"][..],
+        &["ublk", "add", "x.img"],
+    ] {
+        let out = vecio(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("`vecio ublk FILE` serves FILE"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
 #[test]
 fn options_out_of_range_are_usage_errors() {
     for args in [
