@@ -89,13 +89,18 @@ fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 /// Starts `vecio fuse ARGS SRC MNT` and waits for its first line.
 fn start(src: &Path, mnt: &Path, args: &[&str]) -> (Mounted, String) {
+    start_with(src, mnt, args, Stdio::inherit())
+}
+
+/// [`start`] with the server's standard error going to `stderr`.
+fn start_with(src: &Path, mnt: &Path, args: &[&str], stderr: Stdio) -> (Mounted, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
         .arg("fuse")
         .args(args)
         .arg(src)
         .arg(mnt)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .expect("running vecio fuse");
     let stdout = child.stdout.take().unwrap();
@@ -330,23 +335,9 @@ fn a_held_mount_is_served_after_the_first_sigint_and_the_second_stops_at_once() 
     let (dir, src, mnt) = layout();
     let log = dir.path().join("stderr");
     let pid_file = dir.path().join("pid");
-    let child = Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .arg("fuse")
-        .args(["--pid-file", pid_file.to_str().unwrap()])
-        .arg(&src)
-        .arg(&mnt)
-        .stdout(Stdio::piped())
-        .stderr(fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("running vecio fuse");
-    let mut m = Mounted {
-        child: Some(child),
-        mnt: mnt.clone(),
-    };
-    let mut line = String::new();
-    BufReader::new(m.child().stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let stderr = Stdio::from(fs::File::create(&log).unwrap());
+    let args = ["--pid-file", pid_file.to_str().unwrap()];
+    let (mut m, line) = start_with(&src, &mnt, &args, stderr);
     assert!(line.starts_with("mounted"), "{line:?}");
     // The holder: the mount's root, open in this process, as a shell's working directory.
     let root = fs::File::open(&mnt).unwrap();
