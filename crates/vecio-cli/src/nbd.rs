@@ -12,7 +12,8 @@
 //! socket activation (`LISTEN_PID` is this process, `LISTEN_FDS` >= 1) it serves the passed
 //! sockets (fd 3 on) instead of binding any. TLS options follow nbdkit (`--tls`,
 //! `--tls-certificates`, `--tls-verify-peer`); `--tls-authz` follows qemu-nbd's (a list of
-//! allowed certificate DNs, or an authz-listfile), `--allow`/`--deny` nbdkit's ip filter.
+//! allowed certificate DNs, or an authz-listfile), `--allow`/`--deny` nbdkit's ip filter, and
+//! `--run CMD` nbdkit's captive mode (`captive`).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -23,6 +24,8 @@ use clap::Args;
 use vecio_nbd::{Cache, Export, ExportDir, ExportOptions, Server, ServerOptions};
 
 use crate::cli::UsageError;
+
+mod captive;
 
 /// Options of `vecio nbd`.
 #[derive(Args, Debug, Clone)]
@@ -85,6 +88,11 @@ pub struct NbdArgs {
     /// Exit (as on SIGTERM) when the parent process dies: PR_SET_PDEATHSIG, as nbdkit does.
     #[arg(long)]
     pub exit_with_parent: bool,
+    /// Run CMD (`sh -c`) once listening, with $uri (also $nbd), $unixsocket, $port and
+    /// $exportname set, then stop and exit with its status: nbdkit's captive mode. Without
+    /// -U, -p or -b the socket is private to the run.
+    #[arg(long, value_name = "CMD", conflicts_with = "fork")]
+    pub run: Option<String>,
     /// TLS: off, on (offered; clients choose) or require (plain clients are refused with
     /// NBD_REP_ERR_TLS_REQD). Default: require with --tls-authz, on when --tls-certificates or --tls-psk is given, else off.
     #[arg(long)]
@@ -310,10 +318,24 @@ pub fn run(a: NbdArgs) -> Result<()> {
     if !passed.is_empty() && (a.socket.is_some() || a.tcp_port().is_some()) {
         anyhow::bail!("socket activation (LISTEN_FDS) cannot be combined with -U, -p or -b");
     }
+    // --run without an address: a private socket, not FILE.sock beside the file.
+    let private = match &a.run {
+        Some(_) if passed.is_empty() && a.socket.is_none() && a.tcp_port().is_none() => {
+            Some(captive::private_dir()?)
+        }
+        _ => None,
+    };
+    let a = match &private {
+        Some(dir) => NbdArgs {
+            socket: Some(captive::socket_in(dir.path())),
+            ..a
+        },
+        None => a,
+    };
     let mut server = server(&a)?;
-    let lines = listen(&mut server, &a, passed)?;
+    let listeners = listen(&mut server, &a, passed)?;
     if a.fork {
-        fork_server(&lines, a.pid_file.as_deref())?; // returns in the child only
+        fork_server(&listeners, a.pid_file.as_deref())?; // returns in the child only
     }
     let stop = server.shutdown_handle();
     let held = server.held();
@@ -323,27 +345,53 @@ pub fn run(a: NbdArgs) -> Result<()> {
         stop.trigger();
     })?;
     exit_with_parent_and_pid_file(&a)?;
-    {
-        let mut out = std::io::stdout().lock();
-        for l in &lines {
-            writeln!(out, "{l}")?;
+    let captive = match &a.run {
+        Some(cmd) => {
+            let stop = server.shutdown_handle();
+            Some(captive::Captive::start(
+                cmd,
+                &listeners,
+                &a.export_name,
+                stop,
+            )?)
         }
-        out.flush()?;
-    }
+        None => {
+            print_uris(&listeners)?;
+            None
+        }
+    };
     let result = server.run();
     if let Some(p) = &a.pid_file {
         let _ = std::fs::remove_file(p);
     }
-    Ok(result?)
+    let Some(captive) = captive else {
+        return Ok(result?);
+    };
+    // Stopped by a signal or a failure rather than by the command's end: the command goes too.
+    captive.terminate();
+    let code = captive.exit_code()?;
+    result?;
+    drop(private);
+    std::process::exit(code);
+}
+
+/// One line per listener on standard output: the URI a client uses.
+fn print_uris(listeners: &[captive::Listener]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for l in listeners {
+        writeln!(out, "{}", l.uri)?;
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// Listens where the options say (the passed sockets, `-U`, `-p` on every address of `-b`);
-/// returns the URI of each listener, as printed.
+/// returns each listener, with the URI printed for it.
 fn listen(
     server: &mut Server,
     a: &NbdArgs,
     passed: Vec<std::os::fd::OwnedFd>,
-) -> Result<Vec<String>> {
+) -> Result<Vec<captive::Listener>> {
     let socket = match (&a.socket, a.tcp_port()) {
         _ if !passed.is_empty() => None,
         (Some(s), _) => Some(s.clone()),
@@ -356,20 +404,30 @@ fn listen(
         vecio_nbd::TlsMode::Require => "nbds",
         _ => "nbd",
     };
+    let unix = |p: PathBuf| captive::Listener {
+        uri: format!("{scheme}+unix://{name}?socket={}", p.display()),
+        socket: Some(p),
+        port: None,
+    };
     let mut lines = Vec::new();
     for fd in passed {
         lines.push(match server.listen_fd(fd)? {
-            vecio_nbd::ListenAddr::Unix(Some(p)) => {
-                format!("{scheme}+unix://{name}?socket={}", p.display())
-            }
-            vecio_nbd::ListenAddr::Unix(None) => "(passed Unix socket without a path)".into(),
-            vecio_nbd::ListenAddr::Tcp(at) => format!("{scheme}://{at}{name}"),
+            vecio_nbd::ListenAddr::Unix(Some(p)) => unix(p),
+            vecio_nbd::ListenAddr::Unix(None) => captive::Listener {
+                uri: "(passed Unix socket without a path)".into(),
+                socket: None,
+                port: None,
+            },
+            vecio_nbd::ListenAddr::Tcp(at) => captive::Listener {
+                uri: format!("{scheme}://{at}{name}"),
+                socket: None,
+                port: Some(at.port()),
+            },
         });
     }
     if let Some(s) = &socket {
         server.listen_unix(s)?;
-        let s = std::path::absolute(s).unwrap_or_else(|_| s.clone());
-        lines.push(format!("{scheme}+unix://{name}?socket={}", s.display()));
+        lines.push(unix(std::path::absolute(s).unwrap_or_else(|_| s.clone())));
     }
     if let Some(mut port) = a.tcp_port() {
         let host = a.bind.as_deref().unwrap_or("127.0.0.1");
@@ -381,7 +439,11 @@ fn listen(
                 SocketAddr::V4(v) => v.ip().to_string(),
                 SocketAddr::V6(v) => format!("[{}]", v.ip()),
             };
-            lines.push(format!("{scheme}://{host}:{}{name}", at.port()));
+            lines.push(captive::Listener {
+                uri: format!("{scheme}://{host}:{}{name}", at.port()),
+                socket: None,
+                port: Some(at.port()),
+            });
         }
     }
     Ok(lines)
@@ -408,7 +470,7 @@ fn exit_with_parent_and_pid_file(a: &NbdArgs) -> Result<()> {
 /// `--fork`: the parent writes the pid file with the child's pid, prints the URIs and exits 0
 /// (without running destructors: the sockets and their files are the child's); the child
 /// starts a session of its own, with standard input and output on /dev/null, and returns.
-fn fork_server(lines: &[String], pid_file: Option<&std::path::Path>) -> Result<()> {
+fn fork_server(listeners: &[captive::Listener], pid_file: Option<&std::path::Path>) -> Result<()> {
     std::io::stdout().flush()?;
     // Called before this process starts any thread (the signal thread comes after).
     let pid = match crate::daemon::fork_detached(None, false).context("--fork")? {
@@ -419,11 +481,7 @@ fn fork_server(lines: &[String], pid_file: Option<&std::path::Path>) -> Result<(
         std::fs::write(p, format!("{pid}\n"))
             .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
     }
-    let mut out = std::io::stdout().lock();
-    for l in lines {
-        writeln!(out, "{l}")?;
-    }
-    out.flush()?;
+    print_uris(listeners)?;
     std::process::exit(0);
 }
 

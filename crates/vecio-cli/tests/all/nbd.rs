@@ -1,13 +1,14 @@
 //! `vecio nbd` as a user runs it: it prints where it listens, serves, survives `kill -9`
 //! with every flushed or FUA write in the file, replaces its own stale socket on restart,
-//! stops cleanly on SIGTERM (exit 0, socket and pid file removed), and refuses bad options
-//! with exit 2 and a missing file with exit 1.
+//! stops cleanly on SIGTERM (exit 0, socket and pid file removed), refuses bad options
+//! with exit 2 and a missing file with exit 1, and under `--run` serves a command and exits
+//! with its status.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use vecio_nbd::proto::{self, opt, rep, Command as Cmd, OptionHeader, Request};
 
@@ -407,4 +408,104 @@ fn the_server_says_what_it_holds() {
     let busy = held(1);
     assert!(busy.contains("connections 1"), "{busy}");
     drop(client);
+}
+
+/// Runs `vecio nbd ARGS` to its end in `dir`.
+fn vecio_nbd(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("nbd")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("running vecio nbd")
+}
+
+/// `--run CMD` (nbdkit's captive mode): CMD gets the server's URI and socket, the server stops
+/// when CMD exits, vecio exits with CMD's status, and the private socket's directory is gone.
+#[test]
+fn run_serves_the_command_then_exits_with_its_status() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(d.join("d.img"), &data).unwrap();
+    let have_nbdcopy = Command::new("nbdcopy").arg("--version").output().is_ok();
+    let copy = if have_nbdcopy {
+        r#"nbdcopy "$uri" copy.img"#
+    } else {
+        eprintln!("SKIP the nbdcopy part: nbdcopy (libnbd-bin) is not installed");
+        "true"
+    };
+    let cmd = format!(r#"echo "$uri|$nbd|$unixsocket|$port|$exportname" > env.txt; {copy}"#);
+    let out = vecio_nbd(d, &["d.img", "-x", "disk", "--run", &cmd]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty(), "no URI printed under --run: {out:?}");
+    let env = std::fs::read_to_string(d.join("env.txt")).unwrap();
+    let f: Vec<&str> = env.trim().split('|').collect();
+    let sock = Path::new(f[2]);
+    assert_eq!(f[0], format!("nbd+unix:///disk?socket={}", sock.display()));
+    assert_eq!((f[1], f[3], f[4]), (f[0], "", "disk"));
+    assert!(
+        !sock.parent().unwrap().exists(),
+        "private socket directory left behind"
+    );
+    assert!(!d.join("d.img.sock").exists(), "a socket beside the file");
+    if have_nbdcopy {
+        assert!(std::fs::read(d.join("copy.img")).unwrap() == data);
+    }
+
+    let out = vecio_nbd(
+        d,
+        &[
+            "d.img",
+            "-p",
+            "0",
+            "--run",
+            r#"echo "$uri $port" > tcp.txt; exit 3"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let tcp = std::fs::read_to_string(d.join("tcp.txt")).unwrap();
+    let (uri, port) = tcp.trim().split_once(' ').unwrap();
+    assert_eq!(uri, format!("nbd://127.0.0.1:{port}/"));
+    assert!(port.parse::<u16>().unwrap() > 0);
+
+    let out = vecio_nbd(d, &["d.img", "--run", "true", "--fork"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// A SIGTERM to vecio under `--run` stops the server and the command with everything it
+/// started; vecio exits with the command's status (143: ended by SIGTERM).
+#[test]
+fn run_stopped_by_sigterm_takes_the_command_along() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    std::fs::File::create(d.join("d.img"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let cmd = "sleep 60 & echo $! > sleep.pid; wait; touch finished";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .args(["nbd", "d.img", "--run", cmd])
+        .current_dir(d)
+        .spawn()
+        .unwrap();
+    let pid_file = d.join("sleep.pid");
+    let end = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| !s.ends_with('\n')) {
+        assert!(Instant::now() < end, "the command did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sleep_pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    sigterm(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    let gone = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{sleep_pid}")).exists() {
+        assert!(Instant::now() < gone, "the command's sleep outlived vecio");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!d.join("finished").exists(), "the command ran on");
 }
