@@ -8,6 +8,7 @@ mod daemon;
 mod docs;
 mod errors;
 mod fuse;
+mod image_format;
 mod info;
 mod logging;
 mod mount_helper;

@@ -51,6 +51,10 @@ pub struct NbdArgs {
     /// 127.0.0.1 when only -p is given.
     #[arg(short = 'b', long = "bind")]
     pub bind: Option<String>,
+    /// The file's format: raw only, its bytes being the disk (qemu-nbd's -f raw). Without it,
+    /// a file that starts with a qcow2, QED, VMDK, VHD(X), VDI or LUKS signature is refused.
+    #[arg(short = 'f', long, value_enum)]
+    pub format: Option<crate::image_format::Format>,
     /// Export read-only: writes, trims and zeroing fail with EPERM.
     #[arg(short = 'r', long)]
     pub read_only: bool,
@@ -272,6 +276,7 @@ fn server(a: &NbdArgs) -> Result<Server> {
     };
     let Some(dir) = &a.dir else {
         let file = a.file.as_deref().context("FILE or --dir is required")?;
+        crate::image_format::check(file, a.format)?;
         let read_only = export.read_only;
         let export = Export::open(file, export).map_err(|e| read_only_hint(e, read_only))?;
         tracing::info!(

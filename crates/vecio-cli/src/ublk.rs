@@ -26,6 +26,10 @@ pub struct UblkArgs {
     pub action: Option<UblkAction>,
     /// File or block device to serve as /dev/ublkbN.
     pub file: Option<PathBuf>,
+    /// The file's format: raw only, its bytes being the disk (qemu-nbd's -f raw). Without it,
+    /// a file that starts with a qcow2, QED, VMDK, VHD(X), VDI or LUKS signature is refused.
+    #[arg(short = 'f', long, value_enum)]
+    pub format: Option<crate::image_format::Format>,
     /// none: direct I/O (O_DIRECT) on FILE, no page cache (the default, the seed's design);
     /// writeback: buffered I/O.
     #[arg(long, default_value = "none")]
@@ -110,6 +114,7 @@ fn serve(a: UblkArgs) -> Result<()> {
         ..Options::new(file)
     };
     opts.check().map_err(|e| UsageError(e.to_string()))?;
+    crate::image_format::check(&opts.file, a.format)?;
     // The device's number once it exists, for the signal thread; -1 before.
     let id = Arc::new(AtomicI64::new(-1));
     let for_signal = id.clone();

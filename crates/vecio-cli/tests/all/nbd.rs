@@ -509,3 +509,21 @@ fn run_stopped_by_sigterm_takes_the_command_along() {
     }
     assert!(!d.join("finished").exists(), "the command ran on");
 }
+
+/// A qcow2 image (its header's signature) is refused, not served as the raw bytes a client
+/// would take for the disk; `-f raw` serves its bytes as they are.
+#[test]
+fn a_qcow2_image_is_refused_unless_declared_raw() {
+    let dir = scratch_dir();
+    let d = dir.path();
+    let mut head = b"QFI\xfb\0\0\0\x03".to_vec();
+    head.resize(1 << 16, 0);
+    std::fs::write(d.join("disk.qcow2"), &head).unwrap();
+    let out = vecio_nbd(d, &["disk.qcow2", "--run", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("qcow2") && err.contains("-f raw"), "{err}");
+    let out = vecio_nbd(d, &["disk.qcow2", "-f", "raw", "--run", "true"]);
+    assert!(out.status.success(), "{out:?}");
+}

@@ -150,3 +150,17 @@ fn info_names_the_kernel_and_its_block_drivers() {
         assert!(text.contains(m), "{m} not named: {text}");
     }
 }
+
+/// A qcow2 image is refused before any device is made, naming -f raw.
+#[test]
+fn a_qcow2_image_is_refused_unless_declared_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("disk.qcow2");
+    let mut head = b"QFI\xfb\0\0\0\x03".to_vec();
+    head.resize(1 << 16, 0);
+    std::fs::write(&image, &head).unwrap();
+    let out = vecio(&["ublk", image.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("qcow2") && err.contains("-f raw"), "{err}");
+}
