@@ -297,7 +297,7 @@ fn server(a: &NbdArgs) -> Result<Server> {
             return Err(UsageError(format!("-x {:?}: {why}", a.export_name)).into());
         }
     }
-    let exports = ExportDir::open(dir, export)?;
+    let exports = ExportDir::open(dir, export)?.any_format(a.format.is_some());
     tracing::info!(dir = %dir.display(), default = a.export_name, "exports");
     Ok(Server::with_dir(exports, opts)?)
 }

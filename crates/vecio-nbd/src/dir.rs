@@ -59,6 +59,8 @@ pub struct ExportDir {
     dir: OwnedFd,
     path: PathBuf,
     opts: ExportOptions,
+    /// Serve files that start like a disk-image container too (`-f raw`).
+    any_format: bool,
     open: Mutex<Open>,
 }
 
@@ -67,6 +69,7 @@ impl std::fmt::Debug for ExportDir {
         f.debug_struct("ExportDir")
             .field("path", &self.path)
             .field("opts", &self.opts)
+            .field("any_format", &self.any_format)
             .finish()
     }
 }
@@ -94,6 +97,7 @@ impl ExportDir {
             dir,
             path,
             opts,
+            any_format: false,
             open: Mutex::new(Open::default()),
         };
         if !d.opts.name.is_empty() {
@@ -208,6 +212,14 @@ impl ExportDir {
         Ok(export)
     }
 
+    /// Serves files that start like a qcow2, VMDK or other disk-image container as their
+    /// bytes (`-f raw`); by default such a file is refused when a client asks for it
+    /// ([`image_format`](crate::image_format)).
+    pub fn any_format(mut self, yes: bool) -> Self {
+        self.any_format = yes;
+        self
+    }
+
     /// Exports open now, and retired ones (file removed or replaced) still in use.
     pub(crate) fn open_counts(&self) -> (usize, usize) {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
@@ -281,6 +293,14 @@ impl ExportDir {
         }
         // from_fd clears O_NONBLOCK, which only kept the open from waiting on a FIFO.
         let file = vecio::File::from_fd(fd, &label, vecio::RwFlags::empty())?;
+        if !self.any_format {
+            let mut head = [0u8; crate::image_format::HEAD_BYTES];
+            let n = file.read_at(&mut head, 0)?;
+            if let Some(format) = crate::image_format::container_format(&head[..n]) {
+                let why = crate::image_format::refusal(&label, format);
+                return Err(Error::ImageFormat(why));
+            }
+        }
         let opts = ExportOptions {
             name: name.to_owned(),
             description: match name == self.opts.name {

@@ -55,6 +55,10 @@ pub enum Error {
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The file starts like a disk-image container (qcow2, VMDK...) and was not declared raw
+    /// ([`image_format`](crate::image_format)); the text says which and what to do.
+    #[error("{0}")]
+    ImageFormat(String),
     /// Socket I/O with a client failed.
     #[error("connection {conn}: {source}")]
     Socket {

@@ -44,6 +44,7 @@ server! {
     mod handshake;
     mod held;
     mod holes;
+    pub mod image_format;
     mod ops;
     mod recv;
     mod send;

@@ -526,4 +526,25 @@ fn a_qcow2_image_is_refused_unless_declared_raw() {
     assert!(err.contains("qcow2") && err.contains("-f raw"), "{err}");
     let out = vecio_nbd(d, &["disk.qcow2", "-f", "raw", "--run", "true"]);
     assert!(out.status.success(), "{out:?}");
+
+    // --dir: the container is refused to the client that asks for it, the raw file served.
+    if Command::new("nbdinfo").arg("--version").output().is_err() {
+        eprintln!("SKIP the --dir part: nbdinfo (libnbd-bin) is not installed");
+        return;
+    }
+    std::fs::write(d.join("raw.img"), vec![0u8; 1 << 16]).unwrap();
+    let size = |name: &str| format!(r#"nbdinfo --size "nbd+unix:///{name}?socket=$unixsocket""#);
+    let dir = d.to_str().unwrap();
+    let out = vecio_nbd(d, &["--dir", dir, "--run", &size("raw.img")]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "65536");
+    let out = vecio_nbd(d, &["--dir", dir, "--run", &size("disk.qcow2")]);
+    assert!(!out.status.success(), "the qcow2 file was served: {out:?}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("qcow2") && log.contains("-f raw"), "{log}");
+    let out = vecio_nbd(
+        d,
+        &["--dir", dir, "-f", "raw", "--run", &size("disk.qcow2")],
+    );
+    assert!(out.status.success(), "{out:?}");
 }
