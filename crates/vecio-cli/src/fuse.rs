@@ -389,8 +389,8 @@ fn serve(mut server: Server, a: &FuseArgs, to_parent: Option<OwnedFd>) -> Result
 /// SIGINT or SIGTERM: the first detaches the mount (lazily, as `fusermount3 -u -z`), and the
 /// server goes on serving what is still open under it until the last of it is closed, saying
 /// so when that takes a while; the next one stops the server at once, and the kernel then
-/// fails what is still open there with `ENOTCONN` (the FUSE device's last descriptor closes
-/// with the process).
+/// fails what is still open there (`ENOTCONN`; `ECONNABORTED` while it ends the connection:
+/// the FUSE device's last descriptor closes with the process).
 struct TwoStepStop {
     unmounter: vecio_fuse::Unmounter,
     mountpoint: PathBuf,
@@ -408,7 +408,7 @@ impl TwoStepStop {
     fn signalled(&self, sig: i32) {
         if self.signals.fetch_add(1, Ordering::SeqCst) > 0 {
             eprintln!(
-                "vecio: stopping now; what is still open under {} fails with ENOTCONN",
+                "vecio: stopping now; what is still open under {} fails from here on",
                 self.mountpoint.display()
             );
             if let Some(p) = &self.pid_file {

@@ -325,8 +325,8 @@ fn bad_input_exits_1_with_one_line_and_usage_errors_2() {
 }
 
 /// The first SIGINT detaches a mount that something still holds open and goes on serving it,
-/// saying so; the second stops the server at once, and what is open there then fails with
-/// ENOTCONN.
+/// saying so; the second stops the server at once, and what is open there then fails
+/// (ENOTCONN, or ECONNABORTED while the kernel ends the connection).
 #[test]
 fn a_held_mount_is_served_after_the_first_sigint_and_the_second_stops_at_once() {
     if skip("held_mount") {
@@ -375,7 +375,13 @@ fn a_held_mount_is_served_after_the_first_sigint_and_the_second_stops_at_once() 
         .expect("the second SIGINT did not stop the server");
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(!pid_file.exists(), "pid file left behind");
-    assert_eq!(open_in_root().unwrap_err(), rustix::io::Errno::NOTCONN);
+    // ECONNABORTED while the kernel tears the aborted connection down (FUSE_ABORT_ERROR is
+    // negotiated), ENOTCONN once it is gone.
+    let gone = open_in_root().unwrap_err();
+    assert!(
+        [rustix::io::Errno::NOTCONN, rustix::io::Errno::CONNABORTED].contains(&gone),
+        "{gone:?}"
+    );
     let said = fs::read_to_string(&log).unwrap();
     assert!(said.contains("stopping now"), "{said}");
 }
