@@ -39,9 +39,9 @@ pub struct NbdArgs {
     /// with '/' or '..' are refused. "" is refused unless -x names a default export.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Unix socket to listen on. Default, when neither -p nor -b is given: FILE.sock
-    /// (DIR.sock, beside DIR, with --dir).
-    #[arg(short = 'U', long = "socket")]
+    /// Unix socket to listen on (-k, as qemu-nbd spells it, is the same). Default, when
+    /// neither -p nor -b is given: FILE.sock (DIR.sock, beside DIR, with --dir).
+    #[arg(short = 'U', long = "socket", short_alias = 'k')]
     pub socket: Option<PathBuf>,
     /// TCP port to listen on (0: any free port; the one chosen is printed). -b without -p
     /// listens on 10809, NBD's port, as qemu-nbd does.

@@ -471,6 +471,14 @@ fn run_serves_the_command_then_exits_with_its_status() {
 
     let out = vecio_nbd(d, &["d.img", "--run", "true", "--fork"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+
+    // qemu-nbd's -k names the Unix socket, as -U does.
+    let sock = d.join("k.sock");
+    let cmd = r#"echo "$unixsocket" > k.txt"#;
+    let out = vecio_nbd(d, &["d.img", "-k", sock.to_str().unwrap(), "--run", cmd]);
+    assert!(out.status.success(), "{out:?}");
+    let named = std::fs::read_to_string(d.join("k.txt")).unwrap();
+    assert_eq!(Path::new(named.trim()), sock);
 }
 
 /// A SIGTERM to vecio under `--run` stops the server and the command with everything it
