@@ -4,6 +4,8 @@
 //! with exit 2 and a missing file with exit 1, and under `--run` serves a command and exits
 //! with its status.
 
+use crate::common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -410,16 +412,6 @@ fn the_server_says_what_it_holds() {
     drop(client);
 }
 
-/// Runs `vecio nbd ARGS` to its end in `dir`.
-fn vecio_nbd(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .arg("nbd")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("running vecio nbd")
-}
-
 /// `--run CMD` (nbdkit's captive mode): CMD gets the server's URI and socket, the server stops
 /// when CMD exits, vecio exits with CMD's status, and the private socket's directory is gone.
 #[test]
@@ -436,7 +428,7 @@ fn run_serves_the_command_then_exits_with_its_status() {
         "true"
     };
     let cmd = format!(r#"echo "$uri|$nbd|$unixsocket|$port|$exportname" > env.txt; {copy}"#);
-    let out = vecio_nbd(d, &["d.img", "-x", "disk", "--run", &cmd]);
+    let out = common::vecio(d, &["nbd", "d.img", "-x", "disk", "--run", &cmd]);
     assert!(out.status.success(), "{out:?}");
     assert!(out.stdout.is_empty(), "no URI printed under --run: {out:?}");
     let env = std::fs::read_to_string(d.join("env.txt")).unwrap();
@@ -453,9 +445,10 @@ fn run_serves_the_command_then_exits_with_its_status() {
         assert!(std::fs::read(d.join("copy.img")).unwrap() == data);
     }
 
-    let out = vecio_nbd(
+    let out = common::vecio(
         d,
         &[
+            "nbd",
             "d.img",
             "-p",
             "0",
@@ -469,13 +462,16 @@ fn run_serves_the_command_then_exits_with_its_status() {
     assert_eq!(uri, format!("nbd://127.0.0.1:{port}/"));
     assert!(port.parse::<u16>().unwrap() > 0);
 
-    let out = vecio_nbd(d, &["d.img", "--run", "true", "--fork"]);
+    let out = common::vecio(d, &["nbd", "d.img", "--run", "true", "--fork"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 
     // qemu-nbd's -k names the Unix socket, as -U does.
     let sock = d.join("k.sock");
     let cmd = r#"echo "$unixsocket" > k.txt"#;
-    let out = vecio_nbd(d, &["d.img", "-k", sock.to_str().unwrap(), "--run", cmd]);
+    let out = common::vecio(
+        d,
+        &["nbd", "d.img", "-k", sock.to_str().unwrap(), "--run", cmd],
+    );
     assert!(out.status.success(), "{out:?}");
     let named = std::fs::read_to_string(d.join("k.txt")).unwrap();
     assert_eq!(Path::new(named.trim()), sock);
@@ -527,12 +523,12 @@ fn a_qcow2_image_is_refused_unless_declared_raw() {
     let mut head = b"QFI\xfb\0\0\0\x03".to_vec();
     head.resize(1 << 16, 0);
     std::fs::write(d.join("disk.qcow2"), &head).unwrap();
-    let out = vecio_nbd(d, &["disk.qcow2", "--run", "true"]);
+    let out = common::vecio(d, &["nbd", "disk.qcow2", "--run", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("qcow2") && err.contains("-f raw"), "{err}");
-    let out = vecio_nbd(d, &["disk.qcow2", "-f", "raw", "--run", "true"]);
+    let out = common::vecio(d, &["nbd", "disk.qcow2", "-f", "raw", "--run", "true"]);
     assert!(out.status.success(), "{out:?}");
 
     // --dir: the container is refused to the client that asks for it, the raw file served.
@@ -543,16 +539,24 @@ fn a_qcow2_image_is_refused_unless_declared_raw() {
     std::fs::write(d.join("raw.img"), vec![0u8; 1 << 16]).unwrap();
     let size = |name: &str| format!(r#"nbdinfo --size "nbd+unix:///{name}?socket=$unixsocket""#);
     let dir = d.to_str().unwrap();
-    let out = vecio_nbd(d, &["--dir", dir, "--run", &size("raw.img")]);
+    let out = common::vecio(d, &["nbd", "--dir", dir, "--run", &size("raw.img")]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "65536");
-    let out = vecio_nbd(d, &["--dir", dir, "--run", &size("disk.qcow2")]);
+    let out = common::vecio(d, &["nbd", "--dir", dir, "--run", &size("disk.qcow2")]);
     assert!(!out.status.success(), "the qcow2 file was served: {out:?}");
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("qcow2") && log.contains("-f raw"), "{log}");
-    let out = vecio_nbd(
+    let out = common::vecio(
         d,
-        &["--dir", dir, "-f", "raw", "--run", &size("disk.qcow2")],
+        &[
+            "nbd",
+            "--dir",
+            dir,
+            "-f",
+            "raw",
+            "--run",
+            &size("disk.qcow2"),
+        ],
     );
     assert!(out.status.success(), "{out:?}");
 }
