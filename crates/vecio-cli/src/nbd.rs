@@ -276,9 +276,11 @@ fn server(a: &NbdArgs) -> Result<Server> {
     };
     let Some(dir) = &a.dir else {
         let file = a.file.as_deref().context("FILE or --dir is required")?;
-        crate::image_format::check(file, a.format)?;
         let read_only = export.read_only;
         let export = Export::open(file, export).map_err(|e| read_only_hint(e, read_only))?;
+        if a.format.is_none() {
+            vecio_nbd::image_format::refuse_container(export.file(), file)?;
+        }
         tracing::info!(
             file = %file.display(),
             size = export.size(),

@@ -294,12 +294,7 @@ impl ExportDir {
         // from_fd clears O_NONBLOCK, which only kept the open from waiting on a FIFO.
         let file = vecio::File::from_fd(fd, &label, vecio::RwFlags::empty())?;
         if !self.any_format {
-            let mut head = [0u8; crate::image_format::HEAD_BYTES];
-            let n = file.read_at(&mut head, 0)?;
-            if let Some(format) = crate::image_format::container_format(&head[..n]) {
-                let why = crate::image_format::refusal(&label, format);
-                return Err(Error::ImageFormat(why));
-            }
+            crate::image_format::refuse_container(&file, &label)?;
         }
         let opts = ExportOptions {
             name: name.to_owned(),

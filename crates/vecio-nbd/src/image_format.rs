@@ -27,13 +27,25 @@ pub fn container_format(head: &[u8]) -> Option<&'static str> {
 }
 
 /// What the servers say when they refuse `path`, a `format` image.
-pub fn refusal(path: &std::path::Path, format: &str) -> String {
+fn refusal(path: &std::path::Path, format: &str) -> String {
     format!(
         "{}: a {format} image, whose bytes are not the disk it holds; convert it \
          (`qemu-img convert -O raw`), serve it with qemu-nbd, or pass -f raw to export its \
          bytes as they are",
         path.display()
     )
+}
+
+/// Refuses `file` (named `path` in the message) when its first bytes are a container
+/// format's signature. Read through `file` itself, so a file opened for direct I/O stays out
+/// of the page cache.
+pub fn refuse_container(file: &vecio::File, path: &std::path::Path) -> crate::Result<()> {
+    let mut head = [0u8; HEAD_BYTES];
+    let n = file.read_at(&mut head, 0)?;
+    match container_format(&head[..n]) {
+        Some(format) => Err(crate::Error::ImageFormat(refusal(path, format))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
