@@ -240,9 +240,10 @@ fn authz(a: &NbdArgs) -> Result<Option<vecio_nbd::Authz>> {
     Ok(Some(list))
 }
 
-/// A file this user may not write, or one on a read-only filesystem, can still be exported
-/// with -r: the error says so (qemu-nbd and nbdkit users meet the same refusal).
-fn read_only_hint(e: vecio_nbd::Error, read_only: bool) -> anyhow::Error {
+/// What the user can do about a file `vecio nbd FILE` cannot open, added to the error: a file
+/// this user may not write, or one on a read-only filesystem, can still be exported with -r
+/// (qemu-nbd and nbdkit users meet the same refusal); a directory is served with --dir.
+fn open_hint(e: vecio_nbd::Error, read_only: bool) -> anyhow::Error {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
     while let Some(c) = cause {
         let errno = c
@@ -250,6 +251,9 @@ fn read_only_hint(e: vecio_nbd::Error, read_only: bool) -> anyhow::Error {
             .and_then(|io| io.raw_os_error());
         if !read_only && matches!(errno, Some(libc::EACCES | libc::EPERM | libc::EROFS)) {
             return anyhow::anyhow!("{e}; -r exports it read-only");
+        }
+        if errno == Some(libc::EISDIR) {
+            return anyhow::anyhow!("{e}; --dir DIR serves each regular file of a directory");
         }
         cause = c.source();
     }
@@ -277,7 +281,7 @@ fn server(a: &NbdArgs) -> Result<Server> {
     let Some(dir) = &a.dir else {
         let file = a.file.as_deref().context("FILE or --dir is required")?;
         let read_only = export.read_only;
-        let export = Export::open(file, export).map_err(|e| read_only_hint(e, read_only))?;
+        let export = Export::open(file, export).map_err(|e| open_hint(e, read_only))?;
         if a.format.is_none() {
             vecio_nbd::image_format::refuse_container(export.file(), file)?;
         }

@@ -43,6 +43,27 @@ fn an_os_error_is_said_once_on_one_line() {
     assert_eq!(err.matches("os error 2").count(), 1, "{err}");
 }
 
+/// `vecio nbd DIR` (a directory where a file belongs) says that --dir serves a directory.
+#[test]
+fn a_directory_given_as_the_file_points_at_dir() {
+    let dir = scratch_dir("vecio-cl-");
+    let sock = dir.path().join("x.sock");
+    let out = vecio(
+        dir.path(),
+        &[
+            "nbd",
+            dir.path().to_str().unwrap(),
+            "-U",
+            sock.to_str().unwrap(),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("Is a directory"), "{err}");
+    assert!(err.contains("--dir DIR serves"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
 #[test]
 fn bench_tree_names_a_peer_binary_that_cannot_run_before_it_starts() {
     let dir = scratch_dir("vecio-cl-");
