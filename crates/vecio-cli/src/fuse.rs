@@ -168,9 +168,14 @@ pub fn run(mut a: FuseArgs) -> Result<()> {
     // A forked server leaves this directory: its pid file is named from the root.
     a.pid_file = a.pid_file.map(|p| std::path::absolute(&p).unwrap_or(p));
     if let Some(what) = mounted_at(&a.mountpoint) {
+        // A FUSE mount whose server was killed answers every lookup with ENOTCONN, or, while
+        // the kernel tears down a connection that served FUSE over io_uring, ECONNABORTED.
+        let gone = std::fs::metadata(&a.mountpoint)
+            .is_err_and(|e| matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)));
         anyhow::bail!(
-            "{}: already a mount point of {what}; unmount it first (fusermount3 -u {})",
+            "{}: already a mount point of {what}{}; unmount it first (fusermount3 -u {})",
             a.mountpoint.display(),
+            if gone { ", whose server is gone" } else { "" },
             a.mountpoint.display()
         );
     }

@@ -237,6 +237,17 @@ fn kill_9_leaves_an_enotconn_mount_that_fusermount3_removes() {
             || said.contains("Software caused connection abort"),
         "ls said {said:?}"
     );
+    // A new server on it is refused with what happened there and how to remove it.
+    let again = Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("fuse")
+        .arg(&src)
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(err.contains("whose server is gone"), "{err}");
+    assert!(err.contains("fusermount3 -u"), "{err}");
 
     let how = match Command::new("fusermount3").arg("-u").arg(&mnt).output() {
         Ok(o) => {
