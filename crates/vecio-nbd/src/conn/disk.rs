@@ -126,19 +126,28 @@ impl Conn {
         result
     }
 
-    /// A read's completion: its data (zeroes past a short read) or its error goes out.
-    fn read_done(&mut self, p: Pending, c: Completion) {
-        let mut bufs = c.bufs;
+    /// The one buffer a completed request was pushed with, its emptied list given back; `None`,
+    /// with EIO answered, if the queue returned anything else.
+    fn request_buf(&mut self, req: &Request, mut bufs: Vec<OwnedBuf>) -> Option<AlignedBuf> {
         let buf = match bufs.pop() {
-            Some(OwnedBuf::Aligned(b)) => b,
+            Some(OwnedBuf::Aligned(b)) => Some(b),
             other => {
                 bufs.extend(other);
-                self.give_back(bufs);
-                self.reply_error(&p.req, Errno::EIO);
-                return;
+                None
             }
         };
         self.give_back(bufs);
+        if buf.is_none() {
+            self.reply_error(req, Errno::EIO);
+        }
+        buf
+    }
+
+    /// A read's completion: its data (zeroes past a short read) or its error goes out.
+    fn read_done(&mut self, p: Pending, c: Completion) {
+        let Some(buf) = self.request_buf(&p.req, c.bufs) else {
+            return;
+        };
         match c.result {
             Ok(n) => {
                 let mut buf = buf;
@@ -164,17 +173,9 @@ impl Conn {
 
     /// A write's completion: the reply, or the rest of a short write pushed again.
     fn write_done(&mut self, p: Pending, c: Completion) -> Result<()> {
-        let mut bufs = c.bufs;
-        let buf = match bufs.pop() {
-            Some(OwnedBuf::Aligned(b)) => b,
-            other => {
-                bufs.extend(other);
-                self.give_back(bufs);
-                self.reply_error(&p.req, Errno::EIO);
-                return Ok(());
-            }
+        let Some(buf) = self.request_buf(&p.req, c.bufs) else {
+            return Ok(());
         };
-        self.give_back(bufs);
         match c.result {
             Ok(n) if n >= buf.len() => {
                 self.bufs.put(buf);
