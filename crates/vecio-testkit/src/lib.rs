@@ -22,6 +22,24 @@ pub use vecio_host::peers::{self, Peers};
 
 use std::time::{Duration, Instant};
 
+/// The host's Python that has libnbd's module (Debian's python3-libnbd, nbdsh's own
+/// interpreter): `/usr/bin/python3` first, since the first `python3` in `PATH` may be another
+/// installation without it (pyenv's, on this project's machines); `None`, printing why, where
+/// neither has it.
+pub fn python_with_libnbd() -> Option<&'static str> {
+    for py in ["/usr/bin/python3", "python3"] {
+        let ok = std::process::Command::new(py)
+            .args(["-c", "import nbd"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    eprintln!("SKIP: python3-libnbd is not installed (scripts/setup installs it)");
+    None
+}
+
 /// True when the tests run as root.
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()

@@ -1,10 +1,11 @@
-//! A small ext4 of the test's own: an image file, a loop device, a mount; all undone on drop.
-//! Used where a test looks at free space, fills a file system, or wants no other writer on it.
+//! A small file system of the test's own (ext4, XFS or btrfs): an image file, a loop device, a
+//! mount; all undone on drop. Used where a test looks at free space, fills a file system,
+//! wants no other writer on it, or runs on a file system other than the one it was built on.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A mounted ext4 on a loop device over an image in a scratch directory.
+/// A mounted file system on a loop device over an image in a scratch directory.
 pub struct SmallFs {
     /// Holds the image; removed after the unmount (fields drop after `Drop::drop`).
     _scratch: tempfile::TempDir,
@@ -28,6 +29,31 @@ impl SmallFs {
     /// Makes and mounts an ext4 of `mib` MiB under `parent` (a directory on a real file
     /// system: the image lives there). Root only; `Err` says what failed.
     pub fn ext4(parent: &Path, mib: u64) -> Result<SmallFs, String> {
+        // No reserved blocks and no lazy init: free space is what statvfs says, and nothing
+        // writes behind the test's back.
+        let lazy = "lazy_itable_init=0,lazy_journal_init=0";
+        SmallFs::make(
+            parent,
+            mib,
+            &["mkfs.ext4", "-q", "-F", "-m", "0", "-E", lazy],
+        )
+    }
+
+    /// Makes and mounts an XFS of `mib` MiB (at least 300: mkfs.xfs refuses less) under
+    /// `parent`. Root only; `Err` says what failed (mkfs.xfs missing among it).
+    pub fn xfs(parent: &Path, mib: u64) -> Result<SmallFs, String> {
+        SmallFs::make(parent, mib, &["mkfs.xfs", "-q", "-f"])
+    }
+
+    /// Makes and mounts a btrfs of `mib` MiB (at least 114: mkfs.btrfs refuses less) under
+    /// `parent`. Root only; `Err` says what failed (mkfs.btrfs missing among it).
+    pub fn btrfs(parent: &Path, mib: u64) -> Result<SmallFs, String> {
+        SmallFs::make(parent, mib, &["mkfs.btrfs", "-q", "-f"])
+    }
+
+    /// An image of `mib` MiB made by `mkfs` (the command and its options; the image is the last
+    /// argument), looped and mounted.
+    fn make(parent: &Path, mib: u64, mkfs: &[&str]) -> Result<SmallFs, String> {
         let scratch = tempfile::Builder::new()
             .prefix("vecio-smallfs-")
             .tempdir_in(parent)
@@ -38,18 +64,7 @@ impl SmallFs {
         let f = std::fs::File::create(&image).map_err(|e| e.to_string())?;
         f.set_len(mib << 20).map_err(|e| e.to_string())?;
         drop(f);
-        // No reserved blocks and no lazy init: free space is what statvfs says, and nothing
-        // writes behind the test's back.
-        run(Command::new("mkfs.ext4")
-            .args([
-                "-q",
-                "-F",
-                "-m",
-                "0",
-                "-E",
-                "lazy_itable_init=0,lazy_journal_init=0",
-            ])
-            .arg(&image))?;
+        run(Command::new(mkfs[0]).args(&mkfs[1..]).arg(&image))?;
         let mut fs = SmallFs {
             _scratch: scratch,
             mountpoint,

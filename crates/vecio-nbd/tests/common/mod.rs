@@ -503,18 +503,5 @@ pub fn libnbd_python(peers: &vecio_testkit::Peers) -> Option<Command> {
     Some(peers.command("python3", share()))
 }
 
-/// The host's Python that has libnbd's module (nbdsh's own interpreter), or `None` with the
-/// reason.
-pub fn python_with_libnbd() -> Option<&'static str> {
-    for py in ["/usr/bin/python3", "python3"] {
-        let ok = Command::new(py)
-            .args(["-c", "import nbd"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(py);
-        }
-    }
-    eprintln!("SKIP: python3-libnbd is not installed (scripts/setup installs it)");
-    None
-}
+/// The host's Python that has libnbd's module.
+pub use vecio_testkit::python_with_libnbd;
