@@ -219,10 +219,10 @@ fn nbd_fills_and_recovers(aio: &str, cache: &str) {
 }
 
 /// A `vecio nbd` process, stopped with SIGTERM (killed if a test fails first).
-struct ServerProcess(Option<Child>);
+pub(crate) struct ServerProcess(Option<Child>);
 
 impl ServerProcess {
-    fn start(image: &Path, socket: &Path, aio: &str, cache: &str) -> ServerProcess {
+    pub(crate) fn start(image: &Path, socket: &Path, aio: &str, cache: &str) -> ServerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_vecio"))
             .arg("nbd")
             .arg(image)
@@ -240,7 +240,7 @@ impl ServerProcess {
         ServerProcess(Some(child))
     }
 
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut c) = self.0.take() {
             rustix::process::kill_process(
                 rustix::process::Pid::from_child(&c),

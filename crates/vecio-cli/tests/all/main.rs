@@ -26,4 +26,5 @@ mod nbd_activation;
 mod nbd_dir;
 mod nbd_fork;
 mod nbd_peers;
+mod other_filesystems;
 mod ublk;

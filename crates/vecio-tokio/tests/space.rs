@@ -3,6 +3,7 @@
 //! second (three in a row fit on a 56 MiB file system); a churn of files leaves nothing held;
 //! and a full file system gives `ENOSPC` to the writer, keeps every acknowledged and synced
 //! write, and takes writes again once space is freed. Root only; skips saying why otherwise.
+//! A binary of its own: the churn counts the ring slots of the whole process.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use vecio_tokio::File;
 
 const MIB: u64 = 1 << 20;
 
-/// One test at a time: the churn looks at the process's ring slots.
+/// One test at a time: the churn counts the process's ring slots.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn small_fs(mib: u64) -> Option<(tempfile::TempDir, SmallFs)> {
