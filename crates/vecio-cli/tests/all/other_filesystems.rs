@@ -14,17 +14,15 @@ use std::process::Command;
 
 use vecio_testkit::SmallFs;
 
+/// Makes and mounts a small file system of some kind: `SmallFs::xfs` or `SmallFs::btrfs`.
+type MakeFs = fn(&Path, u64) -> Result<SmallFs, String>;
+
 /// The file systems, each with the smallest size its mkfs takes.
-const KINDS: [(&str, fn(&Path, u64) -> Result<SmallFs, String>, u64); 2] =
+const KINDS: [(&str, MakeFs, u64); 2] =
     [("xfs", SmallFs::xfs, 300), ("btrfs", SmallFs::btrfs, 160)];
 
 /// A small file system of `kind`, or `None` saying why not (not root, or its mkfs missing).
-fn small_fs(
-    scratch: &Path,
-    kind: &str,
-    make: fn(&Path, u64) -> Result<SmallFs, String>,
-    mib: u64,
-) -> Option<SmallFs> {
+fn small_fs(scratch: &Path, kind: &str, make: MakeFs, mib: u64) -> Option<SmallFs> {
     if vecio_testkit::skip_unless_root(kind).is_some() {
         return None;
     }
