@@ -114,11 +114,13 @@ fn a_supplementary_group_grants_what_it_grants_natively() {
 #[test]
 fn the_servers_own_groups_are_never_lent() {
     // The test process (the server's) must hold group 0 as a supplementary group, as root's
-    // processes usually do. It is not set here: a process-wide setgroups would stop every
-    // thread of this test binary, including ones waiting on another test's mount.
+    // processes usually do. It is not set in this process: a process-wide setgroups would stop
+    // every thread of this test binary, including ones waiting on another test's mount. Where
+    // the process lacks it (a CI runner's root often has no supplementary groups), this test
+    // runs again alone in a child of this binary that holds it (`setpriv --groups=0`).
     let groups = rustix::process::getgroups().unwrap();
     if !groups.iter().any(|g| g.as_raw() == 0) {
-        eprintln!("skipping: this process has no supplementary group 0 to lend ({groups:?})");
+        run_again_with_group_0(&groups);
         return;
     }
     for (name, cfg) in configs() {
@@ -143,6 +145,44 @@ fn the_servers_own_groups_are_never_lent() {
         );
         assert!(!fx.s("d/new").exists());
     }
+}
+
+/// Set in the child that runs `the_servers_own_groups_are_never_lent` with group 0.
+const WITH_GROUP_0: &str = "VECIO_TEST_WITH_GROUP_0";
+
+/// Runs `the_servers_own_groups_are_never_lent` alone in a child of this test binary whose
+/// supplementary groups are `0` (root may set them), and fails if it fails or does not run.
+fn run_again_with_group_0(groups: &[rustix::process::Gid]) {
+    assert!(
+        std::env::var_os(WITH_GROUP_0).is_none(),
+        "setpriv --groups=0 gave the child the groups {groups:?}"
+    );
+    if !rustix::process::geteuid().is_root() {
+        eprintln!(
+            "skipping: no supplementary group 0 to lend ({groups:?}), and not root to take it"
+        );
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let name = "credentials::the_servers_own_groups_are_never_lent";
+    let out = Command::new("setpriv")
+        .arg("--groups=0")
+        .arg(&exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(WITH_GROUP_0, "1")
+        .output()
+        .expect("running setpriv");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "with group 0: {said}");
+    assert!(
+        said.contains("1 passed"),
+        "with group 0, it did not run: {said}"
+    );
+    assert!(!said.contains("skipping"), "with group 0: {said}");
 }
 
 /// A write or truncate by someone without `CAP_FSETID` clears setuid, and setgid when the
