@@ -57,3 +57,17 @@ pub fn fork_detached(log: Option<&Path>, to_root: bool) -> Result<Forked> {
     }
     Ok(Forked::Child)
 }
+
+/// Writes `pid` to the pid file `path` whole or not at all: into a temporary file beside it,
+/// renamed over it, so a script that reads it the moment the server is ready (after `--fork`
+/// returns, or after the `mounted` line) never meets it empty or half written.
+pub fn write_pid_file(path: &Path, pid: u32) -> Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written =
+        std::fs::write(&tmp, format!("{pid}\n")).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("{}: cannot write the pid file", path.display()))
+}

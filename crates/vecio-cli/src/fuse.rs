@@ -223,8 +223,7 @@ pub fn run(mut a: FuseArgs) -> Result<()> {
 /// The pid file (with `pid`) and the `mounted ...` line: the mount is ready.
 fn announce(a: &FuseArgs, pid: u32) -> Result<()> {
     if let Some(p) = &a.pid_file {
-        std::fs::write(p, format!("{pid}\n"))
-            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+        crate::daemon::write_pid_file(p, pid)?;
     }
     if a.quiet {
         return Ok(());

@@ -460,7 +460,8 @@ fn listen(
     Ok(lines)
 }
 
-/// `--exit-with-parent` (`PR_SET_PDEATHSIG`) and `--pid-file`, once the server listens.
+/// `--exit-with-parent` (`PR_SET_PDEATHSIG`) and `--pid-file` (unless `--fork` wrote it), once
+/// the server listens.
 fn exit_with_parent_and_pid_file(a: &NbdArgs) -> Result<()> {
     if a.exit_with_parent {
         let parent = rustix::process::getppid();
@@ -471,9 +472,10 @@ fn exit_with_parent_and_pid_file(a: &NbdArgs) -> Result<()> {
             anyhow::bail!("--exit-with-parent: the parent process is already gone");
         }
     }
-    if let Some(p) = &a.pid_file {
-        std::fs::write(p, format!("{}\n", std::process::id()))
-            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+    // After --fork the parent wrote it, with this process's pid, before it exited: a second
+    // write here could meet a reader of the first.
+    if let Some(p) = a.pid_file.as_deref().filter(|_| !a.fork) {
+        crate::daemon::write_pid_file(p, std::process::id())?;
     }
     Ok(())
 }
@@ -489,8 +491,7 @@ fn fork_server(listeners: &[captive::Listener], pid_file: Option<&std::path::Pat
         crate::daemon::Forked::Parent(pid) => pid,
     };
     if let Some(p) = pid_file {
-        std::fs::write(p, format!("{pid}\n"))
-            .with_context(|| format!("{}: cannot write the pid file", p.display()))?;
+        crate::daemon::write_pid_file(p, pid)?;
     }
     print_uris(listeners)?;
     std::process::exit(0);
