@@ -2,8 +2,36 @@
 //! a child (found through --pid-file), serves nbdinfo, and stops on SIGTERM, removing its
 //! socket and pid file; the pid file is whole the moment the command returns.
 
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+/// A scratch directory holding `disk.img`, a sparse image of `len` bytes.
+fn image(prefix: &str, len: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image).unwrap().set_len(len).unwrap();
+    (dir, image)
+}
+
+/// `vecio nbd IMAGE -U SOCK --fork --pid-file PID_FILE`, its standard error dropped: the
+/// parent's output once it has returned.
+fn start_forked(image: &Path, sock: &Path, pid_file: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vecio"))
+        .arg("nbd")
+        .arg(image)
+        .arg("-U")
+        .arg(sock)
+        .arg("--fork")
+        .arg("--pid-file")
+        .arg(pid_file)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn fork_returns_once_listening_and_the_child_serves_until_sigterm() {
@@ -15,28 +43,10 @@ fn fork_returns_once_listening_and_the_child_serves_until_sigterm() {
         eprintln!("SKIP: nbdinfo is not installed (scripts/setup installs it)");
         return;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("vecio-nbd-fork-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let image = dir.path().join("disk.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(2 << 20)
-        .unwrap();
+    let (dir, image) = image("vecio-nbd-fork-", 2 << 20);
     let sock = dir.path().join("fork.sock");
     let pid_file = dir.path().join("nbd.pid");
-    let out = Command::new(env!("CARGO_BIN_EXE_vecio"))
-        .arg("nbd")
-        .arg(&image)
-        .arg("-U")
-        .arg(&sock)
-        .arg("--fork")
-        .arg("--pid-file")
-        .arg(&pid_file)
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
+    let out = start_forked(&image, &sock, &pid_file);
     assert!(out.status.success(), "{out:?}");
     let uri = format!("nbd+unix:///?socket={}", sock.display());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), uri);
@@ -68,30 +78,11 @@ fn fork_returns_once_listening_and_the_child_serves_until_sigterm() {
 /// met an empty file, as a test here once did.)
 #[test]
 fn the_pid_file_is_whole_from_the_moment_fork_returns() {
-    let dir = tempfile::Builder::new()
-        .prefix("vecio-nbd-pidfile-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let image = dir.path().join("disk.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(1 << 20)
-        .unwrap();
+    let (dir, image) = image("vecio-nbd-pidfile-", 1 << 20);
     let (sock, pid_file) = (dir.path().join("p.sock"), dir.path().join("p.pid"));
     for round in 0..10 {
-        let out = Command::new(env!("CARGO_BIN_EXE_vecio"))
-            .arg("nbd")
-            .arg(&image)
-            .arg("-U")
-            .arg(&sock)
-            .arg("--fork")
-            .arg("--pid-file")
-            .arg(&pid_file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(out.success(), "round {round}: {out:?}");
+        let out = start_forked(&image, &sock, &pid_file);
+        assert!(out.status.success(), "round {round}: {out:?}");
         let read = || std::fs::read_to_string(&pid_file).unwrap();
         let first = read();
         let pid: i32 = first.trim().parse().unwrap_or(0);

@@ -110,13 +110,6 @@ fn nbd_serves_unaligned_and_aligned_requests_on_xfs_and_btrfs() {
     }
 }
 
-/// A buffer of `len` bytes at a 4096-byte boundary, for O_DIRECT.
-fn aligned(len: usize, byte: u8) -> (Vec<u8>, usize) {
-    let v = vec![byte; len + 4096];
-    let at = v.as_ptr().align_offset(4096);
-    (v, at)
-}
-
 #[test]
 fn fuse_serves_buffered_and_direct_io_on_xfs_and_btrfs() {
     if let Some(why) = FuseServer::skip_reason() {
@@ -145,16 +138,12 @@ fn fuse_serves_buffered_and_direct_io_on_xfs_and_btrfs() {
             .custom_flags(libc::O_DIRECT)
             .open(mnt.join("f"))
             .unwrap();
-        let (mut buf, at) = aligned(65536, 0xa5);
-        direct.write_all_at(&buf[at..at + 65536], 131072).unwrap();
-        buf[at..at + 65536].fill(0);
-        direct
-            .read_exact_at(&mut buf[at..at + 65536], 131072)
-            .unwrap();
-        assert!(
-            buf[at..at + 65536].iter().all(|&b| b == 0xa5),
-            "{kind}: O_DIRECT read back"
-        );
+        let mut buf = vecio::AlignedBuf::page_aligned(65536);
+        buf.fill(0xa5);
+        direct.write_all_at(&buf, 131072).unwrap();
+        buf.fill(0);
+        direct.read_exact_at(&mut buf, 131072).unwrap();
+        assert!(buf.iter().all(|&b| b == 0xa5), "{kind}: O_DIRECT read back");
         drop(direct);
 
         let mut want = vec![0u8; 777];

@@ -489,7 +489,7 @@ impl Raw {
 /// directories at their own paths); `None`, printing why, where it is missing.
 pub fn libnbd_python(peers: &vecio_testkit::Peers) -> Option<Command> {
     if !peers.is_chroot() {
-        return python_with_libnbd().map(Command::new);
+        return vecio_testkit::python_with_libnbd().map(Command::new);
     }
     let mut probe = peers.command("python3", share());
     let ok = probe
@@ -502,6 +502,3 @@ pub fn libnbd_python(peers: &vecio_testkit::Peers) -> Option<Command> {
     }
     Some(peers.command("python3", share()))
 }
-
-/// The host's Python that has libnbd's module.
-pub use vecio_testkit::python_with_libnbd;
