@@ -6,7 +6,10 @@
 //! read-write by the server (`FUSE_DEV_IOC_BACKING_OPEN`), every later open shares its id, and
 //! the last release drops it (`FUSE_DEV_IOC_BACKING_CLOSE`). The caller's own rights were
 //! checked when its handle was opened; the kernel checks its open mode on every read and write.
-//! Direct opens share it too: the kernel passes `O_DIRECT` on to the backing file.
+//! Direct opens share it too (the kernel fails an open of an inode that has a backing file with
+//! `EIO` unless it names that file, and keeps it attached while a direct write vecio serves
+//! runs): vecio still serves their reads and writes, unless `--passthrough-direct` hands them
+//! to the kernel, which passes `O_DIRECT` on to the backing file.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
@@ -147,10 +150,14 @@ pub fn acquire(fs: &Fs, inode: &Arc<Inode>, file: &vecio::File) -> Option<Backin
         }
         None => {
             // Read-write, so that later opens of either mode can share it; where that is
-            // refused (a read-only file system, a running executable), the caller's own file.
+            // refused (a read-only file system, a running executable), read-only. Buffered
+            // either way, whatever the caller's open: the kernel reads and maps it for buffered
+            // opens too. The caller's own file only when both are refused.
             let rw = {
                 let _root = AsServer::new();
-                fs.reopen(inode, OFlags::RDWR).ok()
+                fs.reopen(inode, OFlags::RDWR)
+                    .or_else(|_| fs.reopen(inode, OFlags::RDONLY))
+                    .ok()
             };
             if let Some(rw) = &rw {
                 // The kernel reads this file itself: under -o noatime it must not touch atime.

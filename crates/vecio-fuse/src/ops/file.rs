@@ -112,10 +112,13 @@ fn backing_file(fs: &Fs, inode: &Inode, fd: OwnedFd) -> OpResult<Arc<vecio::File
 }
 
 /// Wraps a handle's backing file: the handle, the reply flags, the passthrough id. Under
-/// `--passthrough` every buffered open of an inode shares the inode's one backing registration
-/// (the kernel allows one backing file per inode); with `--passthrough-direct` direct opens
-/// use it too, and the kernel serves their `O_DIRECT` reads and writes on the backing file
-/// without a round trip. Under read-only passthrough (`vecio fuse`'s default) read-only
+/// `--passthrough` every open of an inode shares the inode's one backing registration (the
+/// kernel allows one backing file per inode, fails with `EIO` an open that does not name it
+/// while the inode has one, and keeps it attached while a direct write vecio serves runs).
+/// A direct open's reads and writes stay with vecio (`FOPEN_DIRECT_IO` overrides
+/// `FOPEN_PASSTHROUGH`; only its `mmap` goes to the backing file, as every other open's does);
+/// with `--passthrough-direct` the kernel serves them on the backing file without a round
+/// trip. Under read-only passthrough (`vecio fuse`'s default) read-only
 /// buffered opens go to the kernel while no open of the inode is served
 /// (`crate::fs::backing::for_open`). `flags` are the caller's open flags.
 fn file_handle(
@@ -127,7 +130,7 @@ fn file_handle(
     let mut open_flags = FopenFlags::empty();
     let mut backing = None;
     let mut served = None;
-    if fs.cfg.passthrough && (!file.is_direct() || fs.cfg.passthrough_direct) {
+    if fs.cfg.passthrough {
         backing = crate::fs::backing::acquire(fs, inode, &file);
     } else if fs.cfg.passthrough_reads && fs.dev.get().is_some() {
         let oflags = OFlags::from_bits_retain(flags as _);
@@ -139,9 +142,13 @@ fn file_handle(
             ReadsOpen::Served(s) => served = Some(s),
         }
     }
+    let served_direct = FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES;
     match (&backing, file.is_direct()) {
+        (Some(_), true) if fs.cfg.passthrough && !fs.cfg.passthrough_direct => {
+            open_flags |= FopenFlags::PASSTHROUGH | served_direct
+        }
         (Some(_), _) => open_flags |= FopenFlags::PASSTHROUGH,
-        (None, true) => open_flags |= FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES,
+        (None, true) => open_flags |= served_direct,
         (None, false) => {}
     }
     if no_flush_needed(fs) {

@@ -89,3 +89,71 @@ fn passthrough_direct_hands_o_direct_to_the_kernel() {
         assert_eq!(s.stats.write_bytes.load(Relaxed), 0, "{:?}", s.stats);
     }
 }
+
+/// A direct write vecio serves keeps the kernel's inode in "uncached" mode while it runs,
+/// and with it whatever backing file a passthrough open attached meanwhile, after that open
+/// is closed. A passthrough open then has to name the same backing file: one that registered
+/// a new one got `EIO` (xfstests' generic/247: O_DIRECT writes racing mmap writers).
+#[test]
+fn buffered_opens_beside_served_direct_writes() {
+    let mut cfg = common::config();
+    cfg.fs.passthrough = true;
+    let Some(fx) = common::mount("pt-dio-race", cfg) else {
+        return;
+    };
+    let path = fx.m("f");
+    fs::write(&path, vec![0u8; 8 << 20]).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (writes, opens) = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)
+                .unwrap();
+            let buf = vecio::AlignedBuf::page_aligned(1 << 20);
+            let mut n = 0u64;
+            while !stop.load(Relaxed) {
+                f.write_all_at(&buf, (n % 8) << 20).unwrap();
+                n += 1;
+            }
+            n
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut opens = 0u64;
+        let mut failure = None;
+        while std::time::Instant::now() < deadline {
+            match fs::OpenOptions::new().read(true).write(true).open(&path) {
+                Ok(f) => {
+                    f.write_all_at(b"x", opens % (8 << 20)).unwrap();
+                    opens += 1;
+                }
+                Err(e) => {
+                    failure = Some(format!("open {opens} failed: {e}"));
+                    break;
+                }
+            }
+        }
+        stop.store(true, Relaxed);
+        let writes = writer.join().unwrap();
+        if let Some(f) = failure {
+            panic!("{f} (after {writes} direct writes)");
+        }
+        (writes, opens)
+    });
+    assert!(
+        writes > 0 && opens > 0,
+        "{writes} direct writes, {opens} opens"
+    );
+    eprintln!("{writes} direct writes of 1 MiB beside {opens} buffered opens");
+    let s = fx.finish();
+    if granted(&s) {
+        // The direct writes were vecio's to serve, the buffered ones the kernel's.
+        let served = s.stats.write_bytes.load(Relaxed);
+        assert!(
+            served >= writes << 20 && served < (writes + 1) << 20,
+            "{:?}",
+            s.stats
+        );
+    }
+}
