@@ -255,7 +255,7 @@ fn libfuse_peers(
     opts: &FuseOptions,
     passthrough_hp: Option<PathBuf>,
 ) -> (Vec<(String, PathBuf)>, std::result::Result<String, String>) {
-    let version = libfuse_version();
+    let version = crate::harness::setup::libfuse_version();
     let cache = std::env::temp_dir().join(format!(
         "vecio-libfuse-examples-{}",
         version.clone().unwrap_or_default()
@@ -327,11 +327,6 @@ fn errno_name(e: &std::io::Error) -> String {
         _ => return e.to_string(),
     };
     name.to_string()
-}
-
-/// `pkg-config --modversion fuse3`.
-pub fn libfuse_version() -> Option<String> {
-    crate::harness::server::first_line("pkg-config", &["--modversion", "fuse3"])
 }
 
 /// Why the experiment cannot run here, if it cannot.
