@@ -119,10 +119,9 @@ pub trait Entry: Sync {
     fn summary(&self, v: Option<&Value>) -> Vec<SummaryRow>;
     /// Its figures, from its report's JSON.
     fn metrics(&self, v: &Value) -> Vec<Metric>;
-    /// True when `v` is its own `--json` file ([`Experiment::FIELDS`] are there).
-    fn owns(&self, v: &Value) -> bool;
-    /// How many fields [`owns`](Entry::owns) checks: the most specific match wins.
-    fn specificity(&self) -> usize;
+    /// When `v` is its own `--json` file ([`Experiment::FIELDS`] are there): how many fields
+    /// that took, so that the most specific match wins.
+    fn owns(&self, v: &Value) -> Option<usize>;
 }
 
 fn parse<E: Experiment>(v: &Value) -> Result<E::Report> {
@@ -186,11 +185,8 @@ impl<E: Experiment> Entry for E {
         parse::<E>(v).map(|r| r.metrics()).unwrap_or_default()
     }
 
-    fn owns(&self, v: &Value) -> bool {
-        E::FIELDS.iter().all(|f| v.get(f).is_some())
-    }
-
-    fn specificity(&self) -> usize {
-        E::FIELDS.len()
+    fn owns(&self, v: &Value) -> Option<usize> {
+        let all = E::FIELDS.iter().all(|f| v.get(f).is_some());
+        all.then_some(E::FIELDS.len())
     }
 }

@@ -213,6 +213,12 @@ fn fill(path: &Path, len: u64, progress: &mut dyn FnMut(u64)) -> io::Result<()> 
     }
 }
 
+/// Creates `path` and writes `len` random bytes to it through the page cache, then fsyncs: a
+/// data file that starts cached, as one an application just wrote.
+pub fn fill_buffered(path: &Path, len: u64) -> io::Result<()> {
+    write_random(&create_new(path, 0)?, len, &mut |_| {})
+}
+
 /// Writes `len` random bytes to `file` from offset 0 from an aligned buffer, then fsyncs.
 fn write_random(file: &File, len: u64, progress: &mut dyn FnMut(u64)) -> io::Result<()> {
     // An over-allocated vector holds an aligned window, so no unsafe allocation is needed.

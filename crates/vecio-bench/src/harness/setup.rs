@@ -61,7 +61,7 @@ impl Setup {
 /// The peer tools' versions.
 pub fn tools() -> Vec<Tool> {
     let version = |name: &str| first_line(name, &["--version"]);
-    let libfuse = first_line("pkg-config", &["--modversion", "fuse3"])
+    let libfuse = libfuse_version()
         .map(|v| format!("libfuse {v}"))
         .or_else(|| version("fusermount3"));
     [
@@ -78,6 +78,11 @@ pub fn tools() -> Vec<Tool> {
         version,
     })
     .collect()
+}
+
+/// libfuse's version: `pkg-config --modversion fuse3`.
+pub fn libfuse_version() -> Option<String> {
+    first_line("pkg-config", &["--modversion", "fuse3"])
 }
 
 /// libnbd's version, from `nbdinfo --version` (which prints its own line, then libnbd's).

@@ -27,12 +27,9 @@ pub fn load(path: &Path, experiments: &[&dyn Entry]) -> Result<AllResults> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let one = experiments
-        .iter()
-        .filter(|e| e.owns(&v))
-        .max_by_key(|e| e.specificity());
-    let r = match one {
-        Some(e) => AllResults {
+    let owners = experiments.iter().filter_map(|e| Some((e, e.owns(&v)?)));
+    let r = match owners.max_by_key(|(_, fields)| *fields) {
+        Some((e, _)) => AllResults {
             reports: [(e.key().to_string(), v)].into(),
             ..AllResults::default()
         },

@@ -64,13 +64,14 @@ pub fn verdicts(sections: &[Section]) -> Vec<VerdictLine<'_>> {
                 .find(|r| is_real_peer(&r.peer))
                 .map(|r| format!("{} ({})", r.peer_with_unit(), r.result))
                 .unwrap_or_else(|| "no other program measures this".into());
+            let (met, total) = target_count(std::slice::from_ref(s));
             VerdictLine {
                 section: s,
                 result: head.map_or(String::new(), |r| r.result.clone()),
                 vecio: head.map_or("not measured".into(), |r| r.vecio_with_unit()),
                 peer,
-                met: s.targets.iter().filter(|t| t.met).count(),
-                total: s.targets.len(),
+                met,
+                total,
             }
         })
         .collect()
@@ -86,12 +87,8 @@ pub fn documents(sections: &[Section]) -> Vec<&Section> {
 
 /// `(met, total)` over every section's target list.
 pub fn target_count(sections: &[Section]) -> (usize, usize) {
-    sections.iter().fold((0, 0), |(m, t), s| {
-        (
-            m + s.targets.iter().filter(|x| x.met).count(),
-            t + s.targets.len(),
-        )
-    })
+    let targets = || sections.iter().flat_map(|s| &s.targets);
+    (targets().filter(|t| t.met).count(), targets().count())
 }
 
 #[cfg(test)]

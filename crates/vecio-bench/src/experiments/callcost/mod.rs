@@ -143,7 +143,7 @@ impl Experiment for Callcost {
     }
 
     fn run(opts: &CallcostOptions, env: &Env) -> Result<CallcostReport> {
-        run(opts, Some(&env.exe))
+        run(opts, &env.exe)
     }
 
     fn helper() -> Option<Helper> {
@@ -340,7 +340,7 @@ fn instructions(exe: &Path, variant: Variant, path: &Path) -> Result<f64> {
 }
 
 /// Runs the experiment. `exe` is the vecio binary, run under callgrind for instruction counts.
-pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport> {
+pub fn run(opts: &CallcostOptions, exe: &Path) -> Result<CallcostReport> {
     let dir = opts.common.scratch_parent()?;
     let tmp = crate::harness::cleanup::ScratchDir::new_in("callcost", &dir)?;
     let path = tmp.path().join("page.dat");
@@ -356,7 +356,7 @@ pub fn run(opts: &CallcostOptions, exe: Option<&Path>) -> Result<CallcostReport>
         }
     }
     phase.finish();
-    let exe = exe.filter(|_| valgrind.is_some());
+    let exe = valgrind.is_some().then_some(exe);
     let counted = |v: Variant| match instructions(exe?, v, &path) {
         Ok(n) => Some(n),
         Err(e) => {

@@ -19,6 +19,7 @@ use crate::experiment::options::{parse_size, Common};
 use crate::experiment::{Env, Experiment, Preset, Seed};
 use crate::harness::meta::RunMeta;
 use crate::harness::progress::Phase;
+use crate::harness::scratch::fill_buffered;
 use crate::harness::stats::{paired_median, Summary};
 use goals::targets;
 pub use goals::Goal;
@@ -208,7 +209,7 @@ pub fn run(opts: &FuseOptions, exe: &Path) -> Result<FuseReport> {
     let src = tmp.path().join("src");
     std::fs::create_dir(&src)?;
     let file_name = "data";
-    fill(&src.join(file_name), opts.size).context("preparing the data file")?;
+    fill_buffered(&src.join(file_name), opts.size).context("preparing the data file")?;
     let (libfuse_bins, libfuse) = libfuse_peers(opts, hp_binary);
     let subjects = subjects(&libfuse_bins, !opts.no_buffered);
     let file = |_| file_name.to_string();
@@ -254,7 +255,7 @@ fn libfuse_peers(
     opts: &FuseOptions,
     passthrough_hp: Option<PathBuf>,
 ) -> (Vec<(String, PathBuf)>, std::result::Result<String, String>) {
-    let version = libfuse_version();
+    let version = crate::harness::setup::libfuse_version();
     let cache = std::env::temp_dir().join(format!(
         "vecio-libfuse-examples-{}",
         version.clone().unwrap_or_default()
@@ -297,27 +298,6 @@ fn empty_cells(subjects: &[Subject], buffered: bool) -> Vec<Cell> {
         .collect()
 }
 
-/// Writes `size` bytes of non-repeating data to a new file at `path` and syncs it.
-fn fill(path: &Path, size: u64) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path)?;
-    let mut chunk = vec![0u8; 1 << 20];
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut left = size;
-    while left > 0 {
-        for w in chunk.chunks_exact_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            w.copy_from_slice(&x.to_le_bytes());
-        }
-        let n = left.min(chunk.len() as u64) as usize;
-        f.write_all(&chunk[..n])?;
-        left -= n as u64;
-    }
-    f.sync_all()
-}
-
 /// The cell of `subject`, `op`, direct or not.
 pub fn cell<'a>(cells: &'a [Cell], subject: &str, op: Op, direct: bool) -> Option<&'a Cell> {
     cells
@@ -347,11 +327,6 @@ fn errno_name(e: &std::io::Error) -> String {
         _ => return e.to_string(),
     };
     name.to_string()
-}
-
-/// `pkg-config --modversion fuse3`.
-pub fn libfuse_version() -> Option<String> {
-    crate::harness::server::first_line("pkg-config", &["--modversion", "fuse3"])
 }
 
 /// Why the experiment cannot run here, if it cannot.

@@ -112,10 +112,7 @@ pub fn estimate(o: &HttpOptions, c: &Common) -> Duration {
 pub fn run(o: &HttpOptions, c: &Common, env: &Env) -> Result<HttpReport> {
     let wrk_version = wrk::version().map_err(anyhow::Error::msg)?;
     let bin = locate(&env.exe)?;
-    let parent = match &c.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
+    let parent = c.scratch_parent()?;
     crate::harness::scratch::ensure_free(&parent, tree_bytes(o.http_uncached))?;
     let scratch = ScratchDir::new_in("http", &parent)?;
     let root = scratch.path().join("root");
@@ -152,10 +149,10 @@ pub fn run(o: &HttpOptions, c: &Common, env: &Env) -> Result<HttpReport> {
                         .with_context(|| format!("loading the {} server ({})", s.via, s.addr))
                 };
                 let mut load = run(secs)?;
+                // On a loaded machine (cold reads behind other I/O) a short run can end before
+                // any response does: once more, four times as long.
+                let longer = (secs * 4).max(4);
                 if load.requests == 0 {
-                    // On a loaded machine (cold reads behind other I/O) a short run can end
-                    // before any response does: once more, four times as long.
-                    let longer = (secs * 4).max(4);
                     eprintln!(
                         "bench tokio --http: no request completed against the {} server in \
                          {secs} s; measuring again for {longer} s",
@@ -167,10 +164,9 @@ pub fn run(o: &HttpOptions, c: &Common, env: &Env) -> Result<HttpReport> {
                 if load.requests == 0 {
                     bail!(
                         "wrk completed no request against the {} server ({}), in {secs} s and \
-                         again in {} s",
+                         again in {longer} s",
                         s.via,
-                        s.addr,
-                        (secs * 4).max(4)
+                        s.addr
                     );
                 }
                 let cell = &mut pair[i];
