@@ -189,26 +189,80 @@ fn set_groups(groups: &[u32]) {
 /// The supplementary groups of thread `pid`, from `/proc/PID/status`. Empty when there is no
 /// such thread (it exited) or no caller (pid 0).
 pub fn caller_groups(pid: u32) -> Vec<u32> {
-    if pid == 0 {
-        return Vec::new();
-    }
-    let mut text = String::new();
-    let read = crate::fs::procfs::dir()
-        .and_then(|proc| {
-            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
-            Ok(rustix::fs::openat(
-                proc,
-                format!("{pid}/status"),
-                flags,
-                rustix::fs::Mode::empty(),
-            )?)
+    proc_file(pid, "status").map_or_else(Vec::new, |text| parse_groups(&text))
+}
+
+/// `CAP_FSETID`'s bit in a capability set (linux/capability.h).
+const CAP_FSETID: u32 = 4;
+
+/// What the kernel weighs of a caller when its write, truncate or `fallocate` meets a setuid or
+/// setgid file (`should_remove_suid`, `setattr_should_drop_sgid`): whether it holds
+/// `CAP_FSETID`, and its groups.
+pub struct CallerRights {
+    /// Holds `CAP_FSETID` over the server's files: the bits stay.
+    pub fsetid: bool,
+    /// Its filesystem gid and supplementary groups.
+    groups: Vec<u32>,
+}
+
+impl CallerRights {
+    /// The rights of thread `pid`, from `/proc/PID/status`; `None` for a thread that is gone.
+    /// A request the kernel sends on its own (pid 0) is privileged. `CAP_FSETID` counts only
+    /// in a user namespace that maps ids as the server's does (its uid map, which anyone may
+    /// read, where the `ns/user` link needs ptrace rights the server's threads do not keep).
+    pub fn of(pid: u32) -> Option<CallerRights> {
+        if pid == 0 {
+            return Some(CallerRights {
+                fsetid: true,
+                groups: Vec::new(),
+            });
+        }
+        let status = proc_file(pid, "status")?;
+        static OWN_MAP: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+        let own_map = OWN_MAP.get_or_init(|| proc_file(std::process::id(), "uid_map"));
+        let same_ids = proc_file(pid, "uid_map").is_some_and(|map| Some(map) == *own_map);
+        let mut groups = parse_groups(&status);
+        groups.extend(fs_gid(&status));
+        Some(CallerRights {
+            fsetid: same_ids && has_capability(&status, CAP_FSETID),
+            groups,
         })
-        .map(std::fs::File::from)
-        .and_then(|mut f| f.read_to_string(&mut text));
-    if read.is_err() {
-        return Vec::new();
     }
-    parse_groups(&text)
+
+    /// True when the caller is in group `gid` (its filesystem gid or a supplementary group).
+    pub fn in_group(&self, gid: u32) -> bool {
+        self.groups.contains(&gid)
+    }
+}
+
+/// The filesystem gid (the `Gid:` line's fourth field) of a `/proc/PID/status` text.
+fn fs_gid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("Gid:"))?;
+    line.split_ascii_whitespace().nth(3)?.parse().ok()
+}
+
+/// The text of `/proc/PID/NAME`, read through the server's own /proc descriptor; `None` for no
+/// caller (pid 0) or a thread that is gone.
+fn proc_file(pid: u32, name: &str) -> Option<String> {
+    if pid == 0 {
+        return None;
+    }
+    let proc = crate::fs::procfs::dir().ok()?;
+    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(proc, format!("{pid}/{name}"), flags, rustix::fs::Mode::empty())
+        .ok()?;
+    let mut text = String::new();
+    std::fs::File::from(fd).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// Whether the `CapEff:` line of a `/proc/PID/status` text has capability `cap`.
+fn has_capability(status: &str, cap: u32) -> bool {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| cap < 64 && caps & (1 << cap) != 0)
 }
 
 /// The `Groups:` line of a `/proc/PID/status` text.
@@ -290,6 +344,34 @@ pub fn serving_thread() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effective_capabilities_are_read() {
+        let s = "Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001fffeffffff\n";
+        assert!(has_capability(s, CAP_FSETID));
+        let s = "CapPrm:\t0000000000000010\nCapEff:\t00000000000000ef\n";
+        assert!(!has_capability(s, CAP_FSETID));
+        assert!(has_capability(s, 0));
+        assert!(!has_capability("CapEff:\tzz\n", 0));
+        assert!(!has_capability("Name:\tx\n", 0));
+    }
+
+    #[test]
+    fn this_process_is_its_own_caller() {
+        // Root with every capability where the tests run as root, otherwise without FSETID.
+        let me = CallerRights::of(std::process::id()).expect("this process's status");
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert_eq!(me.fsetid, has_capability(&status, CAP_FSETID));
+        assert!(me.in_group(rustix::process::getegid().as_raw()));
+        assert!(CallerRights::of(u32::MAX - 1).is_none(), "no such thread");
+        assert!(CallerRights::of(0).is_some_and(|k| k.fsetid), "the kernel's own request");
+    }
+
+    #[test]
+    fn fs_gid_is_the_fourth_field() {
+        assert_eq!(fs_gid("Uid:\t0\t0\t0\t0\nGid:\t1\t2\t3\t4\n"), Some(4));
+        assert_eq!(fs_gid("Gid:\t1\t2\n"), None);
+    }
 
     #[test]
     fn groups_line_is_parsed() {

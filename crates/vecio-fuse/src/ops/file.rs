@@ -310,15 +310,22 @@ pub fn fsync(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
     Ok(Answer::empty())
 }
 
-/// `FALLOCATE` (allocate, keep size, punch hole, zero range...: the mode goes through), under
-/// vecio's range lock, so it cannot land inside a read-modify-write of an unaligned direct
-/// write through another handle.
-pub fn fallocate(fs: &Fs, body: &mut Body<'_>) -> OpResult<Answer> {
+/// `FALLOCATE` of node `node` (allocate, keep size, punch hole, zero range...:
+/// the mode goes through), under vecio's range lock, so it cannot land inside a
+/// read-modify-write of an unaligned direct write through another handle.
+pub fn fallocate(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     let arg: FallocateIn = body.arg()?;
     let h = fs.handles.file(arg.fh)?;
     let f = &h.as_file()?.file;
     let mode = rustix::fs::FallocateFlags::from_bits_retain(arg.mode as _);
     f.fallocate(mode, arg.offset, arg.length)?;
+    // Natively a caller without CAP_FSETID loses setuid (and setgid with group execute) on
+    // fallocate, as on a write. The kernel leaves it to the server and marks nothing; with
+    // FUSE_ALLOW_IDMAP it does not even say who the caller is (the request is served as the
+    // server, who keeps the bits), so the caller's capability is read from its thread.
+    if !super::killpriv::caller().is_some_and(|c| c.fsetid) {
+        super::kill_suid_sgid(fs, node, f.as_fd())?;
+    }
     Ok(Answer::empty())
 }
 

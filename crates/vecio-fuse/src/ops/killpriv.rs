@@ -1,22 +1,41 @@
 //! Kill-priv (`FUSE_HANDLE_KILLPRIV_V2`): the kernel leaves clearing setuid/setgid to the server
 //! and marks the requests where a caller without `CAP_FSETID` writes (`FUSE_WRITE_KILL_SUIDGID`),
-//! truncates (`FATTR_KILL_SUIDGID`) or opens with `O_TRUNC` (`FUSE_OPEN_KILL_SUIDGID`). The
+//! truncates (`FATTR_KILL_SUIDGID`) or opens with `O_TRUNC` (`FUSE_OPEN_KILL_SUIDGID`); a
+//! `fallocate` it does not mark, and the server asks the caller's thread (see `fallocate`). The
 //! server writes as root, which would keep the bits, so it clears them itself the way the
-//! kernel's `should_remove_suid` does: setuid always, setgid when the group may execute (setgid
-//! without group-execute marks mandatory locking and stays), regular files only.
+//! kernel's `should_remove_suid` does: setuid always; setgid when the group may execute, or when
+//! the caller is neither in the file's group nor holds `CAP_FSETID` (setgid without group
+//! execute otherwise marks mandatory locking and stays); regular files only. The mark is one bit for both, so the
+//! caller's groups are read from its thread (`CallerRights`).
 
+use std::cell::Cell;
 use std::os::fd::BorrowedFd;
 
 use rustix::fs::{AtFlags, FileType, Mode};
 
 use crate::error::OpResult;
-use crate::fs::creds::AsServer;
+use crate::fs::creds::{AsServer, CallerRights};
 use crate::fs::inode::Inode;
 use crate::fs::Fs;
 
+thread_local! {
+    /// The thread that sent the request this thread serves (the header's pid).
+    static CALLER: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Notes the pid of the request this thread is about to serve.
+pub fn note_caller(pid: u32) {
+    CALLER.with(|c| c.set(pid));
+}
+
+/// The rights of the current request's caller; `None` when its thread is gone.
+pub fn caller() -> Option<CallerRights> {
+    CallerRights::of(CALLER.with(Cell::get))
+}
+
 /// The mode with the bits a write or truncate by an unprivileged caller clears, or `None`
-/// when nothing changes.
-fn killed(mode: u32) -> Option<Mode> {
+/// when nothing changes. `in_group`: the caller is in the file's group.
+fn killed(mode: u32, in_group: bool) -> Option<Mode> {
     if FileType::from_raw_mode(mode) != FileType::RegularFile {
         return None;
     }
@@ -24,10 +43,17 @@ fn killed(mode: u32) -> Option<Mode> {
     if mode & libc::S_ISUID != 0 {
         kill |= libc::S_ISUID;
     }
-    if mode & (libc::S_ISGID | libc::S_IXGRP) == libc::S_ISGID | libc::S_IXGRP {
+    if mode & libc::S_ISGID != 0 && (mode & libc::S_IXGRP != 0 || !in_group) {
         kill |= libc::S_ISGID;
     }
     (kill != 0).then(|| Mode::from_raw_mode(mode & 0o7777 & !kill))
+}
+
+/// Whether the current request's caller is in group `gid` or holds `CAP_FSETID` (the kernel's
+/// `in_group_or_capable`: root's chown keeps a setgid bit without group execute); a caller that
+/// is gone counts as neither (its setgid bit is cleared: the safer answer).
+fn caller_in(gid: u32) -> bool {
+    caller().is_some_and(|c| c.fsetid || c.in_group(gid))
 }
 
 /// Clears setuid/setgid on the open file `fd` of node `node` (as the server: the caller may
@@ -35,7 +61,7 @@ fn killed(mode: u32) -> Option<Mode> {
 /// again (`stat -c %a` asks for the mode alone).
 pub fn kill_suid_sgid(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
     let st = rustix::fs::fstat(fd)?;
-    if let Some(mode) = killed(st.st_mode) {
+    if let Some(mode) = killed(st.st_mode, caller_in(st.st_gid)) {
         {
             let _root = AsServer::new();
             rustix::fs::fchmod(fd, mode)?;
@@ -48,7 +74,7 @@ pub fn kill_suid_sgid(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
 /// Clears setuid/setgid on `inode` (no open file at hand: a truncate by path).
 pub fn kill_suid_sgid_inode(fs: &Fs, inode: &Inode) -> OpResult<()> {
     let st = inode.stat()?;
-    if let Some(mode) = killed(st.st_mode) {
+    if let Some(mode) = killed(st.st_mode, caller_in(st.st_gid)) {
         let _root = AsServer::new();
         rustix::fs::chmodat(
             fs.proc_dir(),
@@ -67,13 +93,19 @@ mod tests {
     #[test]
     fn clears_as_the_kernel_does() {
         let reg = libc::S_IFREG;
-        assert_eq!(killed(reg | 0o4755).map(|m| m.as_raw_mode()), Some(0o755));
-        assert_eq!(killed(reg | 0o2755).map(|m| m.as_raw_mode()), Some(0o755));
-        assert_eq!(killed(reg | 0o6755).map(|m| m.as_raw_mode()), Some(0o755));
-        // setgid without group execute: mandatory-locking marker, kept.
-        assert_eq!(killed(reg | 0o2745), None);
-        assert_eq!(killed(reg | 0o6745).map(|m| m.as_raw_mode()), Some(0o2745));
-        assert_eq!(killed(reg | 0o755), None);
-        assert_eq!(killed(libc::S_IFDIR | 0o4755), None);
+        let after = |mode, in_group| killed(mode, in_group).map(|m| m.as_raw_mode());
+        for in_group in [true, false] {
+            assert_eq!(after(reg | 0o4755, in_group), Some(0o755));
+            assert_eq!(after(reg | 0o2755, in_group), Some(0o755));
+            assert_eq!(after(reg | 0o6755, in_group), Some(0o755));
+            assert_eq!(after(reg | 0o755, in_group), None);
+            assert_eq!(after(libc::S_IFDIR | 0o4755, in_group), None);
+        }
+        // setgid without group execute: kept for a member of the group (mandatory-locking
+        // marker), cleared for anyone else.
+        assert_eq!(after(reg | 0o2745, true), None);
+        assert_eq!(after(reg | 0o6745, true), Some(0o2745));
+        assert_eq!(after(reg | 0o2745, false), Some(0o745));
+        assert_eq!(after(reg | 0o6745, false), Some(0o745));
     }
 }

@@ -156,6 +156,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
     } else {
         Extensions::parse(req.ext)?
     };
+    killpriv::note_caller(h.pid);
     let _ids = if as_caller(op) {
         AsCaller::new(h.uid, h.gid, h.pid, &ext.groups)
     } else {
@@ -228,7 +229,7 @@ fn serve(
         Release => file::release(fs, node, body),
         Flush => file::flush(fs, node, body),
         Fsync => file::fsync(fs, body),
-        Fallocate => file::fallocate(fs, body),
+        Fallocate => file::fallocate(fs, h.nodeid, body),
         Lseek => file::lseek(fs, body),
         CopyFileRange => file::copy_file_range(fs, body),
         Getlk => locks::getlk(fs, node, body),
