@@ -176,7 +176,7 @@ impl Server {
             passthrough: self.cfg.fs.passthrough,
             passthrough_reads: self.cfg.fs.passthrough_reads,
             uring: self.cfg.uring,
-            posix_acl: self.cfg.mount.default_permissions,
+            posix_acl: self.cfg.mount.default_permissions && self.cfg.mount.acl,
             writeback_cache: self.cfg.fs.writeback_cache,
             export: self.fs.inodes.exports(),
             request_timeout: self.cfg.mount.request_timeout,

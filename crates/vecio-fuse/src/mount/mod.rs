@@ -40,6 +40,10 @@ pub struct MountOptions {
     /// Seconds a request may wait for the server before the kernel aborts the connection
     /// (`timeout_s=`, `FUSE_REQUEST_TIMEOUT`; a server option, as in libfuse).
     pub request_timeout: Option<u16>,
+    /// POSIX ACLs checked and applied by the kernel (`FUSE_POSIX_ACL`) under
+    /// `default_permissions`: on by default and with `-o acl`, off with `-o noacl` (ACL
+    /// attributes are then stored as any other, and the kernel checks the mode bits alone).
+    pub acl: bool,
 }
 
 impl Default for MountOptions {
@@ -54,6 +58,7 @@ impl Default for MountOptions {
             fsname: None,
             subtype: "vecio".to_string(),
             request_timeout: None,
+            acl: true,
         }
     }
 }
@@ -94,6 +99,8 @@ impl MountOptions {
                 ("sync", None) => self.flags.insert(MountFlags::SYNCHRONOUS),
                 ("async", None) => self.flags.remove(MountFlags::SYNCHRONOUS),
                 ("dirsync", None) => self.flags.insert(MountFlags::DIRSYNC),
+                ("acl", None) => self.acl = true,
+                ("noacl", None) => self.acl = false,
                 ("fsname", Some(v)) if !v.is_empty() && !v.contains(',') => {
                     self.fsname = Some(v.to_string())
                 }
@@ -295,6 +302,11 @@ mod tests {
         assert!(o.flags.contains(MountFlags::NOEXEC));
         assert_eq!(o.fsname.as_deref(), Some("data"));
         assert!(o.data(5).ends_with(",allow_other,default_permissions"));
+        assert!(o.acl);
+        o.parse_into("noacl").unwrap();
+        assert!(!o.acl);
+        o.parse_into("acl").unwrap();
+        assert!(o.acl);
     }
 
     #[test]

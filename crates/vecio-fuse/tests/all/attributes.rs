@@ -70,6 +70,40 @@ fn acls_are_enforced_with_default_permissions() {
     );
 }
 
+/// `-o noacl`: the kernel leaves POSIX ACLs alone (no `FUSE_POSIX_ACL`) and checks the mode
+/// bits alone, as on a file system mounted `noacl`.
+#[test]
+fn noacl_leaves_permissions_to_the_mode_bits() {
+    let mut cfg = common::config();
+    cfg.mount
+        .parse_into("allow_other,default_permissions,noacl")
+        .unwrap();
+    let Some(fx) = common::mount("noacl", cfg) else {
+        return;
+    };
+    fs::write(fx.m("f"), "acl data\n").unwrap();
+    fs::set_permissions(fx.m("f"), fs::Permissions::from_mode(0o600)).unwrap();
+    let src = fx.s("f").to_str().unwrap().to_string();
+    let set = std::process::Command::new("setfacl")
+        .args(["-m", "u:65534:r", &src])
+        .output()
+        .unwrap();
+    if !set.status.success() {
+        eprintln!(
+            "skipping: setfacl on the source: {}",
+            String::from_utf8_lossy(&set.stderr)
+        );
+        return;
+    }
+    let f = fx.m("f").to_str().unwrap().to_string();
+    assert!(
+        !as_nobody(&["cat", &f]).status.success(),
+        "nobody is other to the mode bits (---): the ACL's grant is not the kernel's to see under noacl"
+    );
+    let s = fx.finish();
+    assert!(!s.negotiated.has(vecio_fuse::abi::InitFlags::POSIX_ACL));
+}
+
 #[test]
 fn writeback_cache_keeps_write_only_partial_writes_exact() {
     let mut cfg = common::config();
