@@ -323,9 +323,7 @@ pub fn fallocate(fs: &Fs, node: u64, body: &mut Body<'_>) -> OpResult<Answer> {
     // fallocate, as on a write. The kernel leaves it to the server and marks nothing; with
     // FUSE_ALLOW_IDMAP it does not even say who the caller is (the request is served as the
     // server, who keeps the bits), so the caller's capability is read from its thread.
-    if !super::killpriv::caller().is_some_and(|c| c.fsetid) {
-        super::kill_suid_sgid(fs, node, f.as_fd())?;
-    }
+    super::killpriv::after_fallocate(fs, node, f.as_fd())?;
     Ok(Answer::empty())
 }
 

@@ -5,8 +5,9 @@
 //! server writes as root, which would keep the bits, so it clears them itself the way the
 //! kernel's `should_remove_suid` does: setuid always; setgid when the group may execute, or when
 //! the caller is neither in the file's group nor holds `CAP_FSETID` (setgid without group
-//! execute otherwise marks mandatory locking and stays); regular files only. The mark is one bit for both, so the
-//! caller's groups are read from its thread (`CallerRights`).
+//! execute otherwise marks mandatory locking and stays); regular files only. The mark is one
+//! bit for both, so the caller's groups are read from its thread (`CallerRights`), and only
+//! when the file has one of the bits.
 
 use std::cell::Cell;
 use std::os::fd::BorrowedFd;
@@ -29,12 +30,13 @@ pub fn note_caller(pid: u32) {
 }
 
 /// The rights of the current request's caller; `None` when its thread is gone.
-pub fn caller() -> Option<CallerRights> {
+fn caller() -> Option<CallerRights> {
     CallerRights::of(CALLER.with(Cell::get))
 }
 
 /// The mode with the bits a write or truncate by an unprivileged caller clears, or `None`
-/// when nothing changes. `in_group`: the caller is in the file's group.
+/// when nothing changes. `in_group`: the caller is in the file's group (or holds
+/// `CAP_FSETID`).
 fn killed(mode: u32, in_group: bool) -> Option<Mode> {
     if FileType::from_raw_mode(mode) != FileType::RegularFile {
         return None;
@@ -49,19 +51,39 @@ fn killed(mode: u32, in_group: bool) -> Option<Mode> {
     (kill != 0).then(|| Mode::from_raw_mode(mode & 0o7777 & !kill))
 }
 
-/// Whether the current request's caller is in group `gid` or holds `CAP_FSETID` (the kernel's
-/// `in_group_or_capable`: root's chown keeps a setgid bit without group execute); a caller that
-/// is gone counts as neither (its setgid bit is cleared: the safer answer).
-fn caller_in(gid: u32) -> bool {
-    caller().is_some_and(|c| c.fsetid || c.in_group(gid))
+/// Whether a caller with `rights` keeps a setgid bit without group execute on a file of group
+/// `gid`: in that group, or holding `CAP_FSETID` (the kernel's `in_group_or_capable`: root's
+/// chown keeps it). A caller that is gone counts as neither (the bit is cleared: the safer
+/// answer).
+fn keeps_sgid(rights: Option<&CallerRights>, gid: u32) -> bool {
+    rights.is_some_and(|c| c.fsetid || c.in_group(gid))
 }
 
 /// Clears setuid/setgid on the open file `fd` of node `node` (as the server: the caller may
 /// not own it), and tells the kernel its cached mode is stale: a write does not make it look
 /// again (`stat -c %a` asks for the mode alone).
 pub fn kill_suid_sgid(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
+    clear(fs, node, fd, false)
+}
+
+/// After a `fallocate`: clears setuid/setgid as [`kill_suid_sgid`] does unless the caller holds
+/// `CAP_FSETID` (the kernel marks no `FALLOCATE`).
+pub fn after_fallocate(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
+    clear(fs, node, fd, true)
+}
+
+/// The work of [`kill_suid_sgid`] and [`after_fallocate`]: nothing to read of the caller when the
+/// file has neither bit.
+fn clear(fs: &Fs, node: u64, fd: BorrowedFd<'_>, unless_privileged: bool) -> OpResult<()> {
     let st = rustix::fs::fstat(fd)?;
-    if let Some(mode) = killed(st.st_mode, caller_in(st.st_gid)) {
+    if st.st_mode & (libc::S_ISUID | libc::S_ISGID) == 0 {
+        return Ok(());
+    }
+    let rights = caller();
+    if unless_privileged && rights.as_ref().is_some_and(|c| c.fsetid) {
+        return Ok(());
+    }
+    if let Some(mode) = killed(st.st_mode, keeps_sgid(rights.as_ref(), st.st_gid)) {
         {
             let _root = AsServer::new();
             rustix::fs::fchmod(fd, mode)?;
@@ -74,7 +96,10 @@ pub fn kill_suid_sgid(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
 /// Clears setuid/setgid on `inode` (no open file at hand: a truncate by path).
 pub fn kill_suid_sgid_inode(fs: &Fs, inode: &Inode) -> OpResult<()> {
     let st = inode.stat()?;
-    if let Some(mode) = killed(st.st_mode, caller_in(st.st_gid)) {
+    if st.st_mode & (libc::S_ISUID | libc::S_ISGID) == 0 {
+        return Ok(());
+    }
+    if let Some(mode) = killed(st.st_mode, keeps_sgid(caller().as_ref(), st.st_gid)) {
         let _root = AsServer::new();
         rustix::fs::chmodat(
             fs.proc_dir(),
