@@ -98,7 +98,7 @@ fn noacl_leaves_permissions_to_the_mode_bits() {
     let f = fx.m("f").to_str().unwrap().to_string();
     assert!(
         !as_nobody(&["cat", &f]).status.success(),
-        "nobody is other to the mode bits (---): the ACL's grant is not the kernel's to see under noacl"
+        "under noacl the kernel sees the mode bits alone, where nobody is other (---)"
     );
     let s = fx.finish();
     assert!(!s.negotiated.has(vecio_fuse::abi::InitFlags::POSIX_ACL));
