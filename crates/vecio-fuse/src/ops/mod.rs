@@ -229,7 +229,7 @@ fn serve(
         Release => file::release(fs, node, body),
         Flush => file::flush(fs, node, body),
         Fsync => file::fsync(fs, body),
-        Fallocate => file::fallocate(fs, h.nodeid, body),
+        Fallocate => file::fallocate(fs, node, body),
         Lseek => file::lseek(fs, body),
         CopyFileRange => file::copy_file_range(fs, body),
         Getlk => locks::getlk(fs, node, body),
