@@ -15,6 +15,7 @@ use std::ptr::NonNull;
 pub(crate) use arena::Arena;
 use arena::Carved;
 pub use region::Region;
+pub(crate) use region::HUGE_PAGE;
 
 /// Page size assumed for alignment (4 KiB on every architecture vecio targets).
 pub const PAGE_SIZE: usize = 4096;

@@ -43,6 +43,9 @@ const MIN_CLASS: usize = 4096;
 pub struct BufPool {
     options: BufPoolOptions,
     arena: Option<Arc<Arena>>,
+    /// A second arena of the region's size, made when the region first runs out, so that a
+    /// burst larger than the region still gets huge-page memory (see `spill_block`).
+    spill: Option<Arc<Arena>>,
     /// Free buffers by size class (index: log2(capacity / MIN_CLASS)).
     free: Vec<Vec<AlignedBuf>>,
     free_count: usize,
@@ -103,6 +106,7 @@ impl BufPool {
             // Region blocks are page-aligned: a larger alignment takes heap buffers only.
             arena: (options.region > 0 && options.align <= crate::PAGE_SIZE)
                 .then(|| Arena::new(options.region)),
+            spill: None,
             free: Vec::new(),
             free_count: 0,
             free_bytes: 0,
@@ -131,7 +135,10 @@ impl BufPool {
     /// unspecified: a reused buffer holds an earlier request's bytes).
     pub fn get(&mut self, len: usize) -> AlignedBuf {
         let cap = class_size(len);
-        if let Some(buf) = self.region_block(cap, len) {
+        if let Some(buf) = self
+            .region_block(cap, len)
+            .or_else(|| self.spill_block(cap, len))
+        {
             self.held += cap;
             return buf;
         }
@@ -203,6 +210,21 @@ impl BufPool {
         self.region_free.clear(); // dropping the blocks frees them in the region
         self.region_free_bytes = 0;
         arena.carve(cap, len)
+    }
+
+    /// A block of the spill arena, for a request the region had no room for. Only a pool whose
+    /// region is huge-page memory (2 MiB or more) has one: it is made on the first miss, of
+    /// the region's size, and is not registered, so its buffers skip no pinning, but a 128 KiB
+    /// buffer in it is still one physical segment where a heap buffer is 32 (docs/engine.md).
+    /// Its blocks are not kept by `put`: dropping one gives it back to the spill arena.
+    fn spill_block(&mut self, cap: usize, len: usize) -> Option<AlignedBuf> {
+        let region_len = self.region()?.len();
+        if region_len < crate::buf::HUGE_PAGE || cap > region_len {
+            return None;
+        }
+        self.spill
+            .get_or_insert_with(|| Arena::new(region_len))
+            .carve(cap, len)
     }
 
     /// Keeps a block of this pool's region for reuse while the kept ones stay under a quarter
@@ -321,6 +343,43 @@ mod tests {
         drop(small);
         assert_eq!(b.get(16 << 10).region_id(), Some(region.id()));
         assert_eq!(b.get(1 << 20).region_id(), None, "larger than the region");
+    }
+
+    #[test]
+    fn a_huge_page_region_spills_into_a_second_arena_before_the_heap() {
+        const REQ: usize = 256 << 10;
+        let mut b = BufPool::new(BufPoolOptions::aligned(4096).with_region(4 << 20));
+        let region = b.region().unwrap().clone();
+        let first: Vec<_> = (0..16).map(|_| b.get(REQ)).collect();
+        assert!(first.iter().all(|x| x.region_id() == Some(region.id())));
+        // The region is full: the next 16 come from one spill arena of the region's size.
+        let spilled: Vec<_> = (0..16).map(|_| b.get(REQ)).collect();
+        let spill_id = spilled[0]
+            .region_id()
+            .expect("a spill block, not heap memory");
+        assert_ne!(
+            spill_id,
+            region.id(),
+            "the spill arena is not the registered region"
+        );
+        assert!(spilled.iter().all(|x| x.region_id() == Some(spill_id)));
+        let spill_base = spilled.iter().map(|x| x.as_ptr() as usize).min().unwrap();
+        assert_eq!(
+            spill_base % crate::buf::HUGE_PAGE,
+            0,
+            "spill arena at {spill_base:#x}"
+        );
+        // Both full: the heap.
+        let heap = b.get(REQ);
+        assert_eq!(heap.region_id(), None);
+        assert_eq!(b.held(), 33 * REQ);
+        // A spill block given back is not kept; its room serves the next miss again.
+        let at = spilled[3].as_ptr();
+        let mut spilled = spilled;
+        b.put(spilled.swap_remove(3));
+        assert_eq!(b.free_bytes(), 0);
+        let again = b.get(REQ);
+        assert_eq!((again.region_id(), again.as_ptr()), (Some(spill_id), at));
     }
 
     #[test]

@@ -223,8 +223,9 @@ impl Conn {
     }
 }
 
-/// Bytes of a connection's registered buffer region: room for 32 requests of 256 KiB (what
-/// nbdcopy keeps in flight is 64 of 256 KiB; what does not fit takes heap buffers).
+/// Bytes of a connection's registered buffer region: room for 32 requests of 256 KiB. What
+/// nbdcopy keeps in flight by default is 64 of 256 KiB: the other 32 take the pool's spill
+/// arena, huge pages of the same size made on the first miss and not registered.
 const REGISTERED_BYTES: usize = 8 << 20;
 
 /// A connection's request buffers. On an engine that registers memory (io_uring) they are

@@ -71,7 +71,7 @@ impl Memory {
 }
 
 /// The size of a transparent huge page on x86-64 and of a PMD on most 64-bit kernels.
-const HUGE_PAGE: usize = 2 << 20;
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
 /// A private anonymous mapping of `len` bytes (a whole number of pages) starting on a
 /// [`HUGE_PAGE`] boundary, advised `MADV_HUGEPAGE`. Its pages are zero until written.
