@@ -30,6 +30,13 @@ pub(super) const SEED: Seed = Seed {
     ],
 };
 
+/// What the limit row's memory is, beside vecio nbd's: a difference a reader of the 128 KiB
+/// rows should know of.
+const FIO_PAGES_NOTE: &str = "fio's row reads into fio's default buffers (malloc: small pages); \
+vecio nbd's request buffers are, since 2026-11-28, huge pages where the kernel has them, worth \
+up to 1.4x on 128 KiB reads on a virtio disk. Against fio given huge pages too, vecio nbd's \
+128 KiB reads measured 0.93x (docs/results.md, \"Huge pages\", 2026-11-28)";
+
 impl View for LoopReport {
     fn section(&self, setup: Option<&Setup>, s: &mut Section) {
         let l = self;
@@ -64,6 +71,7 @@ impl View for LoopReport {
         s.tables.extend(l.lab.as_ref().and_then(lab::view::table));
         s.plots = plots(l);
         s.targets = targets(l);
+        s.notes.push(FIO_PAGES_NOTE.to_string());
         for k in &l.skipped {
             s.notes
                 .push(format!("skipped {}: {}", k.subject.name(), k.reason));
