@@ -144,7 +144,7 @@ fn file_handle(
     }
     let served_direct = FopenFlags::DIRECT_IO | FopenFlags::PARALLEL_DIRECT_WRITES;
     match (&backing, file.is_direct()) {
-        (Some(_), true) if fs.cfg.passthrough && !fs.cfg.passthrough_direct => {
+        (Some(_), true) if !fs.cfg.passthrough_direct => {
             open_flags |= FopenFlags::PASSTHROUGH | served_direct
         }
         (Some(_), _) => open_flags |= FopenFlags::PASSTHROUGH,

@@ -59,6 +59,20 @@ fn keeps_sgid(rights: Option<&CallerRights>, gid: u32) -> bool {
     rights.is_some_and(|c| c.fsetid || c.in_group(gid))
 }
 
+/// The mode a file of `mode` and group `gid` is left with after the current request's caller
+/// wrote, truncated or (`unless_privileged`) fallocated it, or `None` when nothing changes. The
+/// caller's thread is read only when the file has setuid or setgid.
+fn killed_for_caller(mode: u32, gid: u32, unless_privileged: bool) -> Option<Mode> {
+    if mode & (libc::S_ISUID | libc::S_ISGID) == 0 {
+        return None;
+    }
+    let rights = caller();
+    if unless_privileged && rights.as_ref().is_some_and(|c| c.fsetid) {
+        return None;
+    }
+    killed(mode, keeps_sgid(rights.as_ref(), gid))
+}
+
 /// Clears setuid/setgid on the open file `fd` of node `node` (as the server: the caller may
 /// not own it), and tells the kernel its cached mode is stale: a write does not make it look
 /// again (`stat -c %a` asks for the mode alone).
@@ -76,14 +90,7 @@ pub fn after_fallocate(fs: &Fs, node: u64, fd: BorrowedFd<'_>) -> OpResult<()> {
 /// file has neither bit.
 fn clear(fs: &Fs, node: u64, fd: BorrowedFd<'_>, unless_privileged: bool) -> OpResult<()> {
     let st = rustix::fs::fstat(fd)?;
-    if st.st_mode & (libc::S_ISUID | libc::S_ISGID) == 0 {
-        return Ok(());
-    }
-    let rights = caller();
-    if unless_privileged && rights.as_ref().is_some_and(|c| c.fsetid) {
-        return Ok(());
-    }
-    if let Some(mode) = killed(st.st_mode, keeps_sgid(rights.as_ref(), st.st_gid)) {
+    if let Some(mode) = killed_for_caller(st.st_mode, st.st_gid, unless_privileged) {
         {
             let _root = AsServer::new();
             rustix::fs::fchmod(fd, mode)?;
@@ -96,10 +103,7 @@ fn clear(fs: &Fs, node: u64, fd: BorrowedFd<'_>, unless_privileged: bool) -> OpR
 /// Clears setuid/setgid on `inode` (no open file at hand: a truncate by path).
 pub fn kill_suid_sgid_inode(fs: &Fs, inode: &Inode) -> OpResult<()> {
     let st = inode.stat()?;
-    if st.st_mode & (libc::S_ISUID | libc::S_ISGID) == 0 {
-        return Ok(());
-    }
-    if let Some(mode) = killed(st.st_mode, keeps_sgid(caller().as_ref(), st.st_gid)) {
+    if let Some(mode) = killed_for_caller(st.st_mode, st.st_gid, false) {
         let _root = AsServer::new();
         rustix::fs::chmodat(
             fs.proc_dir(),
