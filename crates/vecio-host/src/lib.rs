@@ -1,12 +1,14 @@
 //! Facts about the machine vecio runs on, shared by `vecio info` and the bench: the kernel, the
 //! mounts and the filesystem and block device behind a path ([`system`], [`fs`]), the page
 //! cache ([`pagecache`]), the NBD and FUSE peers installed on the host or in the trixie chroot
-//! ([`peers`]), the plain-text tables both print ([`table`]), and the sizes, counts and seconds
-//! both take on their command lines ([`args`]).
+//! ([`peers`]), the plain-text tables both print ([`table`]), the sizes, counts and seconds
+//! both take on their command lines ([`args`]), and X.509 certificates for TLS, which the
+//! bench and the tests make with openssl ([`certs`]).
 
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod certs;
 pub mod fs;
 pub mod pagecache;
 pub mod peers;
