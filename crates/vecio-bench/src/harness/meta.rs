@@ -1,7 +1,7 @@
 //! What every experiment records about the run: when, where and with what.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -61,40 +61,17 @@ impl RunMeta {
 
 /// The current time in UTC as `YYYY-MM-DD HH:MM:SS`.
 pub fn utc_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    let rfc3339 = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    rfc3339.replace('T', " ").trim_end_matches('Z').to_string()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::civil_from_days;
-
     #[test]
-    fn known_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+    fn the_time_is_a_date_and_a_time() {
+        let now = super::utc_now();
+        let b = now.as_bytes();
+        assert_eq!(b.len(), 19, "{now}");
+        assert!(now.starts_with("20") && b[4] == b'-' && b[10] == b' ' && b[16] == b':', "{now}");
     }
 }
