@@ -9,7 +9,10 @@
 //! buffer address, which also fetches the tag's next request.
 //!
 //! Buffers: each tag has an aligned buffer of the device's largest request, lent to the vecio
-//! queue while a data request is in flight. The first `FETCH_REQ` must carry libublk's own
+//! queue while a data request is in flight. They are carved from one region per queue (a
+//! `BufPool` of depth x largest request), which vecio maps in huge pages where the kernel has
+//! them: a 512 KiB request is then one or two segments at the backing disk rather than 128
+//! pages, so adjacent requests merge up to the disk's size limit, not its segment limit. The first `FETCH_REQ` must carry libublk's own
 //! buffers (`IoBuf`); every commit after it names the tag's vecio buffer, so from its second
 //! request on a tag's data lands straight in the buffer vecio reads and writes. A tag's first
 //! write is copied over from the fetch buffer, once.
@@ -19,7 +22,7 @@ use std::sync::Arc;
 use libublk::helpers::IoBuf;
 use libublk::io::{BufDesc, BufDescList, UblkDev, UblkQueue};
 use libublk::{sys, UblkError, UblkIORes};
-use vecio::{AlignedBuf, File};
+use vecio::{AlignedBuf, BufPool, BufPoolOptions, File, PAGE_SIZE};
 
 use crate::backend::engine::{Inbox, TARGET};
 use crate::backend::{Backend, Done};
@@ -87,6 +90,8 @@ struct Server<'a> {
     /// Each tag's buffer, `None` before its first request and while a data request has lent
     /// it to the backend.
     bufs: Vec<Option<AlignedBuf>>,
+    /// Where the tags' buffers come from.
+    pool: BufPool,
     /// Bytes of each buffer: the device's largest request.
     buf_size: usize,
     /// Tags whose next request still lands in libublk's fetch buffer.
@@ -107,6 +112,7 @@ impl<'a> Server<'a> {
             straight: Straight::new(&shared.file, shared.fixed_slot, depth),
             straight_done: Vec::with_capacity(depth),
             bufs: (0..depth).map(|_| None).collect(),
+            pool: BufPool::new(BufPoolOptions::aligned(PAGE_SIZE).with_region(depth * size)),
             buf_size: size,
             first: vec![true; depth],
             fetch_bufs,
@@ -169,7 +175,7 @@ impl<'a> Server<'a> {
         let t = tag as usize;
         let req = Request::decode(q.get_iod(tag));
         let size = self.buf_size;
-        let buf = self.bufs[t].get_or_insert_with(|| AlignedBuf::page_aligned(size));
+        let buf = self.bufs[t].get_or_insert_with(|| self.pool.get(size));
         if std::mem::take(&mut self.first[t]) {
             if let Request::Write { len, .. } = req {
                 let len = (len as usize).min(size);
@@ -199,7 +205,7 @@ impl<'a> Server<'a> {
     /// request (and, for a read, as the data of this one).
     fn commit(&mut self, q: &UblkQueue, tag: u16, result: i32) {
         let size = self.buf_size;
-        let buf = self.bufs[tag as usize].get_or_insert_with(|| AlignedBuf::page_aligned(size));
+        let buf = self.bufs[tag as usize].get_or_insert_with(|| self.pool.get(size));
         let addr = BufDesc::RawAddress(buf.as_ptr());
         if let Err(e) = q.complete_io_cmd_unified(tag, addr, Ok(UblkIORes::Result(result))) {
             tracing::error!("ublk queue {} tag {tag}: commit: {e}", q.get_qid());
