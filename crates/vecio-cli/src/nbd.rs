@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use vecio_nbd::image_lock::{self, ImageLock};
 use vecio_nbd::{Cache, Export, ExportDir, ExportOptions, Server, ServerOptions};
 
 use crate::cli::UsageError;
@@ -58,6 +59,11 @@ pub struct NbdArgs {
     /// Export read-only: writes, trims and zeroing fail with EPERM.
     #[arg(short = 'r', long)]
     pub read_only: bool,
+    /// With -r: serve FILE even while another process holds it under qemu's image locks
+    /// (qemu-nbd's -U). Without it, FILE is locked as qemu-nbd locks it, and an image a
+    /// virtual machine is writing is refused.
+    #[arg(long, requires = "read_only")]
+    pub force_share: bool,
     /// Connections served at once (0: no limit); more clients wait until one leaves.
     #[arg(short = 'e', long, default_value_t = 16)]
     pub shared: usize,
@@ -260,8 +266,9 @@ fn open_hint(e: vecio_nbd::Error, read_only: bool) -> anyhow::Error {
     e.into()
 }
 
-/// The server of FILE, or of DIR's files, listening nowhere yet.
-fn server(a: &NbdArgs) -> Result<Server> {
+/// The server of FILE, or of DIR's files, listening nowhere yet, and qemu's locks on FILE
+/// (held while it serves).
+fn server(a: &NbdArgs) -> Result<(Server, Option<ImageLock>)> {
     let opts = ServerOptions {
         aio: a.aio,
         shared: a.shared,
@@ -285,6 +292,7 @@ fn server(a: &NbdArgs) -> Result<Server> {
         if a.format.is_none() {
             vecio_nbd::image_format::refuse_container(export.file(), file)?;
         }
+        let lock = image_lock::lock(file, access(a.read_only, a.force_share))?;
         tracing::info!(
             file = %file.display(),
             size = export.size(),
@@ -292,7 +300,7 @@ fn server(a: &NbdArgs) -> Result<Server> {
             align = export.file().dio_align().offset,
             "export"
         );
-        return Ok(Server::new(export, opts)?);
+        return Ok((Server::new(export, opts)?, lock));
     };
     if !a.description.is_empty() && a.export_name.is_empty() {
         let msg = "--dir: -D describes the default export: name it with -x";
@@ -305,7 +313,16 @@ fn server(a: &NbdArgs) -> Result<Server> {
     }
     let exports = ExportDir::open(dir, export)?.any_format(a.format.is_some());
     tracing::info!(dir = %dir.display(), default = a.export_name, "exports");
-    Ok(Server::with_dir(exports, opts)?)
+    Ok((Server::with_dir(exports, opts)?, None))
+}
+
+/// How a server locks its image: qemu-nbd's permissions for `-r`, `--force-share` or neither.
+pub fn access(read_only: bool, force_share: bool) -> image_lock::Access {
+    match (read_only, force_share) {
+        (_, true) => image_lock::Access::ForceShare,
+        (true, false) => image_lock::Access::ReadOnly,
+        (false, false) => image_lock::Access::ReadWrite,
+    }
 }
 
 /// FILE.sock, or DIR.sock beside DIR (never inside it, whatever slashes DIR ends with).
@@ -343,7 +360,7 @@ pub fn run(a: NbdArgs) -> Result<()> {
         },
         None => a,
     };
-    let mut server = server(&a)?;
+    let (mut server, _image_lock) = server(&a)?;
     let listeners = listen(&mut server, &a, passed)?;
     if a.fork {
         fork_server(&listeners, a.pid_file.as_deref())?; // returns in the child only

@@ -46,6 +46,11 @@ pub struct UblkArgs {
     /// A read-only device; FILE is opened without write access.
     #[arg(short = 'r', long)]
     pub read_only: bool,
+    /// With -r: serve FILE even while another process holds it under qemu's image locks.
+    /// Without it, FILE is locked as qemu-nbd locks it, and an image a virtual machine is
+    /// writing is refused.
+    #[arg(long, requires = "read_only")]
+    pub force_share: bool,
     /// Ask for device number N (/dev/ublkbN); the kernel picks one by default.
     #[arg(long, value_name = "N")]
     pub id: Option<u32>,
@@ -115,6 +120,8 @@ fn serve(a: UblkArgs) -> Result<()> {
     };
     opts.check().map_err(|e| UsageError(e.to_string()))?;
     crate::image_format::check(&opts.file, a.format)?;
+    let access = crate::nbd::access(a.read_only, a.force_share);
+    let _image_lock = vecio_nbd::image_lock::lock(&opts.file, access)?;
     // The device's number once it exists, for the signal thread; -1 before.
     let id = Arc::new(AtomicI64::new(-1));
     let for_signal = id.clone();

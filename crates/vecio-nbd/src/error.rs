@@ -59,6 +59,19 @@ pub enum Error {
     /// ([`image_format`](crate::image_format)); the text says which and what to do.
     #[error("{0}")]
     ImageFormat(String),
+    /// Another process holds the image under qemu's locks in a way this server cannot share
+    /// ([`image_lock`](crate::image_lock)); the text says who might and what to do.
+    #[error("{0}")]
+    ImageInUse(String),
+    /// qemu's image locks could not be taken or tested.
+    #[error("{path}: image locks: {source}", path = path.display())]
+    Lock {
+        /// The image.
+        path: PathBuf,
+        /// What the kernel said.
+        #[source]
+        source: io::Error,
+    },
     /// Socket I/O with a client failed.
     #[error("connection {conn}: {source}")]
     Socket {

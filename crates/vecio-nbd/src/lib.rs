@@ -45,6 +45,7 @@ server! {
     mod held;
     mod holes;
     pub mod image_format;
+    pub mod image_lock;
     mod ops;
     mod recv;
     mod send;

@@ -19,6 +19,7 @@ mod fuse_descriptors;
 mod fuse_helper;
 mod fuse_timeout;
 mod fuse_user;
+mod image_lock;
 mod info;
 mod nbd;
 mod nbd_access;
