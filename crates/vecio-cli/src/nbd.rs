@@ -311,7 +311,9 @@ fn server(a: &NbdArgs) -> Result<(Server, Option<ImageLock>)> {
             return Err(UsageError(format!("-x {:?}: {why}", a.export_name)).into());
         }
     }
-    let exports = ExportDir::open(dir, export)?.any_format(a.format.is_some());
+    let exports = ExportDir::open(dir, export)?
+        .any_format(a.format.is_some())
+        .force_share(a.force_share);
     tracing::info!(dir = %dir.display(), default = a.export_name, "exports");
     Ok((Server::with_dir(exports, opts)?, None))
 }

@@ -42,6 +42,9 @@ pub fn check_name(name: &str) -> std::result::Result<(), &'static str> {
 /// An export that is open, with the file it was opened from.
 struct Entry {
     export: Arc<Export>,
+    /// qemu's image locks, on the export's own open file description (they last while the
+    /// export's file is open, retired or not).
+    _lock: Option<crate::image_lock::ImageLock>,
     dev: u64,
     ino: u64,
 }
@@ -61,6 +64,8 @@ pub struct ExportDir {
     opts: ExportOptions,
     /// Serve files that start like a disk-image container too (`-f raw`).
     any_format: bool,
+    /// Serve read-only whatever qemu's image locks say (`--force-share`).
+    force_share: bool,
     open: Mutex<Open>,
 }
 
@@ -98,6 +103,7 @@ impl ExportDir {
             path,
             opts,
             any_format: false,
+            force_share: false,
             open: Mutex::new(Open::default()),
         };
         if !d.opts.name.is_empty() {
@@ -220,6 +226,15 @@ impl ExportDir {
         self
     }
 
+    /// With a read-only directory: serves each file whatever another process holds under
+    /// qemu's image locks; by default a file is locked as qemu-nbd locks it when it is opened,
+    /// and one a virtual machine writes is refused to the client that asks for it
+    /// ([`image_lock`](crate::image_lock)).
+    pub fn force_share(mut self, yes: bool) -> Self {
+        self.force_share = yes && self.opts.read_only;
+        self
+    }
+
     /// Exports open now, and retired ones (file removed or replaced) still in use.
     pub(crate) fn open_counts(&self) -> (usize, usize) {
         let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
@@ -291,6 +306,14 @@ impl ExportDir {
             let path = Arc::from(label.as_path());
             return Err(Error::File(vecio::Error::NotRegular { path }));
         }
+        let access = match (self.opts.read_only, self.force_share) {
+            (_, true) => crate::image_lock::Access::ForceShare,
+            (true, false) => crate::image_lock::Access::ReadOnly,
+            (false, false) => crate::image_lock::Access::ReadWrite,
+        };
+        let description = rustix::io::fcntl_dupfd_cloexec(&fd, 0).map_err(open_err)?;
+        let description = std::fs::File::from(description);
+        let lock = crate::image_lock::lock_open(description, &label, access)?;
         // from_fd clears O_NONBLOCK, which only kept the open from waiting on a FIFO.
         let file = vecio::File::from_fd(fd, &label, vecio::RwFlags::empty())?;
         if !self.any_format {
@@ -308,6 +331,7 @@ impl ExportDir {
         tracing::info!(path = %label.display(), size = export.size(), "export opened");
         Ok(Entry {
             export,
+            _lock: lock,
             dev: st.st_dev,
             ino: st.st_ino,
         })

@@ -70,16 +70,23 @@ pub struct ImageLock {
 /// share. `None`: the file system has no byte-range locks (qemu then goes without too), or
 /// the file cannot be opened for reading (the server's own open then fails, saying why).
 pub fn lock(path: &Path, access: Access) -> Result<Option<ImageLock>> {
-    let io = |source| Error::Lock {
-        path: path.to_path_buf(),
-        source,
-    };
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK) // a FIFO's open must not wait for a writer
         .open(path);
     // A file this cannot open, the server cannot serve either: its own open says why.
     let Ok(file) = opened else { return Ok(None) };
+    lock_open(file, path, access)
+}
+
+/// As [`lock`], on a file already open (`path` names it in messages). The locks belong to
+/// its open file description: give a `dup` of the descriptor a server serves from, and they
+/// last while either is open.
+pub fn lock_open(file: File, path: &Path, access: Access) -> Result<Option<ImageLock>> {
+    let io = |source| Error::Lock {
+        path: path.to_path_buf(),
+        source,
+    };
     let (held, shared) = access.permissions();
     let bits = |set: u32| (0..PERMISSIONS.len()).filter(move |i| set & (1 << i) != 0);
     // Ours first, then theirs, as qemu does: two servers starting at once see each other.

@@ -124,3 +124,58 @@ fn read_only_and_direct_apply_to_every_export() {
     assert!(e.file().is_direct());
     assert!(ExportDir::open(d.path().join("a.img"), buffered("")).is_err());
 }
+
+/// A virtual machine's hold on `path` under qemu's image locks (bytes 100, 101, 201, 203).
+fn held_by_a_vm(path: &std::path::Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    for byte in [100, 101, 201, 203] {
+        // SAFETY: a zeroed `flock` is valid plain data, filled in below; `f` is open.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = libc::F_RDLCK as libc::c_short;
+        fl.l_start = byte;
+        fl.l_len = 1;
+        // SAFETY: as above: a valid `flock` and an open descriptor.
+        assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) }, 0);
+    }
+    f
+}
+
+#[test]
+fn a_file_a_vm_writes_is_refused_to_writers_and_locks_last_with_the_export() {
+    let d = dir_with(&[("vm.img", 4096), ("free.img", 4096)]);
+    let vm = held_by_a_vm(&d.path().join("vm.img"));
+    let writable = ExportDir::open(d.path(), buffered("")).unwrap();
+    assert!(writable.get("vm.img").is_err(), "served what a VM writes");
+    let free = writable.get("free.img").unwrap();
+    // The export's own description holds qemu-nbd's bytes (write held: a VM would be refused),
+    // until the export is closed.
+    let path = d.path().join("free.img");
+    assert!(held(&path, 101) && held(&path, 203) && !held(&path, 201));
+    drop((free, writable));
+    assert!(!held(&path, 101), "the lock outlived the export");
+    let read_only = ExportDir::open(
+        d.path(),
+        ExportOptions {
+            read_only: true,
+            ..buffered("")
+        },
+    )
+    .unwrap();
+    assert!(read_only.get("vm.img").is_ok(), "-r beside a VM, as qemu-nbd -r");
+    drop(vm);
+}
+
+/// Whether a lock on `byte` of `path` is held by another open file description.
+fn held(path: &std::path::Path, byte: i64) -> bool {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    // SAFETY: a zeroed `flock` is valid plain data, filled in below; `f` is open.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    // SAFETY: as above: a valid `flock` the call fills in, and an open descriptor.
+    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) }, 0);
+    fl.l_type != libc::F_UNLCK as libc::c_short
+}
