@@ -114,7 +114,10 @@ fn run(mut cmd: Command) -> Result<()> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let said = lines[..lines.len().min(4)].join(" | ");
-    Err(Error::Other(format!("{what} failed ({}): {said}", out.status)))
+    Err(Error::Other(format!(
+        "{what} failed ({}): {said}",
+        out.status
+    )))
 }
 
 #[cfg(test)]

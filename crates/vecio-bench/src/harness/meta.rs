@@ -72,6 +72,9 @@ mod tests {
         let now = super::utc_now();
         let b = now.as_bytes();
         assert_eq!(b.len(), 19, "{now}");
-        assert!(now.starts_with("20") && b[4] == b'-' && b[10] == b' ' && b[16] == b':', "{now}");
+        assert!(
+            now.starts_with("20") && b[4] == b'-' && b[10] == b' ' && b[16] == b':',
+            "{now}"
+        );
     }
 }

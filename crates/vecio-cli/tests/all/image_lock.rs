@@ -57,7 +57,10 @@ fn an_image_a_vm_writes_is_not_served_writable_nor_one_served_given_to_a_vm() {
     }
     let dir = scratch_dir("image-lock");
     let image = dir.path().join("disk.img");
-    std::fs::File::create(&image).unwrap().set_len(64 << 20).unwrap();
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
     let img = image.to_str().unwrap();
 
     let guest = Killed(vm(&image).stderr(Stdio::null()).spawn().unwrap());
