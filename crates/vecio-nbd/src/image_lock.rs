@@ -5,9 +5,9 @@
 //! qemu marks each image it opens with open-file-description read locks on single bytes
 //! (`block/file-posix.c`): byte 100 + i for each permission i it holds, byte 200 + i for each
 //! it does not let others hold. The permissions, by bit: consistent read, write, write
-//! unchanged, resize. A VM's disk holds read and write and shares neither write nor resize
-//! (bytes 100, 101, 201, 203 on the host, seen in `/proc/locks`); qemu-nbd holds read (and
-//! write unless `-r`) and shares everything but resize (100, 101, 203). A newcomer takes its
+//! unchanged, resize. A VM's disk holds read and write and does not share write (bytes 100,
+//! 101 and 201 in `/proc/locks`, qemu 7.2); qemu-nbd holds read (and write unless `-r`) and
+//! shares everything but resize (100, 101, 203). A newcomer takes its
 //! own bytes, then tests the others': a byte 200 + i of a permission it wants, or 100 + i of
 //! one it does not share, held by another description, and it refuses to open. vecio takes
 //! qemu-nbd's permissions, so it refuses and is refused exactly where qemu-nbd would be.
@@ -113,6 +113,60 @@ pub fn lock_open(file: File, path: &Path, access: Access) -> Result<Option<Image
     Ok(Some(ImageLock { _file: file }))
 }
 
+/// What other processes hold on `path` under qemu's image locks, in words (`vecio info`):
+/// the permissions held and those not shared, and how vecio nbd and vecio ublk would serve
+/// the image. `None` when the file cannot be opened or takes no byte-range locks.
+pub fn holders(path: &Path) -> Option<String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let set = |base: i64| -> Option<u32> {
+        let mut bits = 0;
+        for i in 0..PERMISSIONS.len() {
+            bits |= u32::from(another_holds(&file, base + i as i64).ok()?) << i;
+        }
+        Some(bits)
+    };
+    let (held, not_shared) = (set(PERM_BASE)?, set(SHARED_BASE)?);
+    if held | not_shared == 0 {
+        return Some("none (no process holds it under qemu's image locks)".into());
+    }
+    let names = |bits: u32| -> String {
+        let n: Vec<&str> = (0..PERMISSIONS.len())
+            .filter(|i| bits & (1 << i) != 0)
+            .map(|i| PERMISSIONS[i].0)
+            .collect();
+        if n.is_empty() {
+            "nothing".into()
+        } else {
+            n.join(", ")
+        }
+    };
+    // The first access whose wants nobody forbids and whose unshared nobody holds.
+    let allows = |a: Access| {
+        let (wants, shares) = a.permissions();
+        wants & not_shared == 0 && held & !shares == 0
+    };
+    let serves = [
+        (Access::ReadWrite, "read-write"),
+        (Access::ReadOnly, "only read-only (-r)"),
+        (Access::ForceShare, "only with -r --force-share"),
+    ]
+    .into_iter()
+    .find(|(a, _)| allows(*a))
+    .map_or("not at all", |(_, how)| how);
+    let sharing = match not_shared {
+        0 => "share everything".to_string(),
+        bits => format!("do not share {}", names(bits)),
+    };
+    Some(format!(
+        "others hold {}, and {sharing}: vecio nbd and vecio ublk would serve it {serves}",
+        names(held)
+    ))
+}
+
 /// What a refusal over qemu's lock byte `byte` says.
 fn in_use(path: &Path, byte: i64) -> Error {
     let (name, verb) = PERMISSIONS[(byte % 100) as usize];
@@ -214,15 +268,15 @@ mod tests {
         drop((second, reader, writer));
         assert_eq!(locked_bytes(&img), []);
 
-        // A VM's disk: read and write held, write and resize not shared.
+        // A VM's disk: read and write held, write not shared.
         let vm = File::open(&img).unwrap();
-        for byte in [100, 101, 201, 203] {
+        for byte in [100, 101, 201] {
             read_lock(&vm, byte).unwrap();
         }
         let err = lock(&img, Access::ReadWrite).unwrap_err().to_string();
         assert!(err.contains("lets no one else write it") && err.contains("-r"), "{err}");
         // What a refused server took is let go.
-        assert_eq!(locked_bytes(&img), [(100, 101), (201, 201), (203, 203)]);
+        assert_eq!(locked_bytes(&img), [(100, 101), (201, 201)]);
         // Read-only serving beside it is what qemu-nbd -r allows too.
         assert!(lock(&img, Access::ReadOnly).unwrap().is_some());
         drop(vm);
@@ -233,5 +287,28 @@ mod tests {
         let err = lock(&img, Access::ReadOnly).unwrap_err().to_string();
         assert!(err.contains("permission to resize it"), "{err}");
         assert!(lock(&img, Access::ForceShare).unwrap().is_some());
+        let said = holders(&img).unwrap();
+        let want = "others hold resize, and share everything: vecio nbd and vecio ublk would \
+                    serve it only with -r --force-share";
+        assert_eq!(said, want);
+        drop(resizer);
+        assert!(holders(&img).unwrap().starts_with("none"));
+    }
+
+    #[test]
+    fn says_who_holds_a_vm_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let img = dir.path().join("disk.img");
+        std::fs::write(&img, [0u8; 512]).unwrap();
+        let vm = File::open(&img).unwrap();
+        for byte in [100, 101, 201] {
+            read_lock(&vm, byte).unwrap();
+        }
+        let said = holders(&img).unwrap();
+        assert_eq!(
+            said,
+            "others hold consistent read, write, and do not share write: vecio nbd and vecio \
+             ublk would serve it only read-only (-r)"
+        );
     }
 }

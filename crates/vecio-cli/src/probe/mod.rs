@@ -107,6 +107,11 @@ pub struct FileInfo {
     pub page_cache: Option<Residency>,
     /// The block device behind it and its queue settings (`None` on tmpfs, overlay, NFS...).
     pub device: Option<DeviceInfo>,
+    /// Who else holds it under qemu's image locks, and how vecio nbd and vecio ublk would
+    /// serve it (`vecio_nbd::image_lock::holders`); `None` for a directory, or where the file
+    /// takes no byte-range locks.
+    #[serde(default)]
+    pub image_locks: Option<String>,
 }
 
 /// Where the probes ran.
@@ -172,6 +177,10 @@ pub fn probe(path: &Path, opts: &InfoOptions) -> Result<FileInfo> {
         },
         page_cache,
         device,
+        image_locks: match kind {
+            Kind::Directory => None,
+            _ => vecio_nbd::image_lock::holders(path),
+        },
     })
 }
 

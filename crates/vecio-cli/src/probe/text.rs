@@ -63,6 +63,9 @@ pub fn render(i: &FileInfo) -> String {
             ),
         );
     }
+    if let Some(locks) = &i.image_locks {
+        line("image locks", locks.clone());
+    }
     for (k, v) in device_lines(i.device.as_ref()) {
         line(k, v);
     }

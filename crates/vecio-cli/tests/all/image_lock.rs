@@ -75,6 +75,12 @@ fn an_image_a_vm_writes_is_not_served_writable_nor_one_served_given_to_a_vm() {
             "{args:?}: {err}"
         );
     }
+    let out = vecio(dir.path(), &["info", img]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("do not share write") && said.contains("only read-only (-r)"),
+        "{said}"
+    );
     // Read-only beside the VM, as qemu-nbd -r.
     let out = vecio(dir.path(), &["nbd", "-r", img, "--run", "true"]);
     assert!(out.status.success(), "{}", stderr(&out));
