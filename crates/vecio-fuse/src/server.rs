@@ -130,6 +130,7 @@ impl Server {
         cfg.fs.direct_io |= cfg.mount.direct_io;
         cfg.fs.writeback_cache |= cfg.mount.writeback_cache;
         cfg.fs.noatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::NOATIME);
+        cfg.fs.strictatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::STRICTATIME);
         if (cfg.fs.passthrough || cfg.fs.passthrough_reads) && !may_pass_through() {
             // FUSE_DEV_IOC_BACKING_OPEN wants CAP_SYS_ADMIN: without it every open would
             // open a second descriptor and fail the registration before being served.

@@ -63,6 +63,10 @@ pub struct FsConfig {
     /// Leave access times alone (`-o noatime`): every backing file and directory the server
     /// opens for reading gets `O_NOATIME`.
     pub noatime: bool,
+    /// Move access times on every read (`-o strictatime`), whatever the backing file system's
+    /// own mount says (as root: the server's private view of the source is made
+    /// `strictatime`).
+    pub strictatime: bool,
 }
 
 /// The shared state of one served source directory.
@@ -96,7 +100,12 @@ impl Fs {
             path: source.to_path_buf(),
             source: source_err,
         };
-        let (root, cloned) = crate::fs::source::open(source, cfg.noatime).map_err(src_err)?;
+        let atime = match (cfg.noatime, cfg.strictatime) {
+            (true, _) => crate::fs::source::AccessTimes::Never,
+            (false, true) => crate::fs::source::AccessTimes::Always,
+            (false, false) => crate::fs::source::AccessTimes::AsBacking,
+        };
+        let (root, cloned) = crate::fs::source::open(source, atime).map_err(src_err)?;
         let tree = cloned
             .then(|| rustix::io::fcntl_dupfd_cloexec(&root, 0).ok())
             .flatten();

@@ -3,7 +3,8 @@
 //! mount namespace: what the server opens lives on mounts of its own, whose flags it may set
 //! without touching the host's view. Under `-o noatime` that clone is `MOUNT_ATTR_NOATIME`, so
 //! no read through the mount moves a backing access time, not even one the kernel does itself
-//! on a passthrough file (it reads a file it opened on the server's mount). The sandbox later
+//! on a passthrough file (it reads a file it opened on the server's mount); under
+//! `-o strictatime` it is `MOUNT_ATTR_STRICTATIME`, so every read does. The sandbox later
 //! pivots into this clone. Without root (no `CAP_SYS_ADMIN` to clone mounts) the source is
 //! opened as it is, and `O_NOATIME` on each opened file does what it can (files the server
 //! owns).
@@ -16,6 +17,8 @@ use rustix::mount::OpenTreeFlags;
 
 /// `MOUNT_ATTR_NOATIME`.
 const MOUNT_ATTR_NOATIME: u64 = 0x10;
+/// `MOUNT_ATTR_STRICTATIME`.
+const MOUNT_ATTR_STRICTATIME: u64 = 0x20;
 /// `MOUNT_ATTR__ATIME`: the access-time bits, cleared before one of them is set.
 const MOUNT_ATTR_ATIME_MASK: u64 = 0x70;
 
@@ -28,12 +31,23 @@ struct MountAttr {
     userns_fd: u64,
 }
 
+/// How reads through the mount move the backing files' access times.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AccessTimes {
+    /// As the backing file system's own mount says (`relatime`, usually).
+    AsBacking,
+    /// Never (`-o noatime`).
+    Never,
+    /// On every read (`-o strictatime`).
+    Always,
+}
+
 /// Opens `source`: a private clone of its mount tree where the server may make one (root),
-/// with access times off under `noatime`; the directory itself otherwise. Returns an `O_PATH`
-/// descriptor of the source directory, and whether it lies on a private clone.
-pub fn open(source: &Path, noatime: bool) -> std::io::Result<(OwnedFd, bool)> {
+/// with its access-time rule set to `atime`; the directory itself otherwise. Returns an
+/// `O_PATH` descriptor of the source directory, and whether it lies on a private clone.
+pub fn open(source: &Path, atime: AccessTimes) -> std::io::Result<(OwnedFd, bool)> {
     if rustix::process::geteuid().is_root() {
-        match clone_tree(source, noatime) {
+        match clone_tree(source, atime) {
             Ok(root) => return Ok((root, true)),
             Err(e) => tracing::info!(
                 "private view of {}: {e}; serving it as is",
@@ -49,7 +63,7 @@ pub fn open(source: &Path, noatime: bool) -> std::io::Result<(OwnedFd, bool)> {
     Ok((root, false))
 }
 
-fn clone_tree(source: &Path, noatime: bool) -> std::io::Result<OwnedFd> {
+fn clone_tree(source: &Path, atime: AccessTimes) -> std::io::Result<OwnedFd> {
     let flags = OpenTreeFlags::OPEN_TREE_CLONE
         | OpenTreeFlags::OPEN_TREE_CLOEXEC
         | OpenTreeFlags::AT_RECURSIVE;
@@ -58,9 +72,14 @@ fn clone_tree(source: &Path, noatime: bool) -> std::io::Result<OwnedFd> {
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
         return Err(std::io::Error::from_raw_os_error(libc::ENOTDIR));
     }
-    if noatime {
+    let set = match atime {
+        AccessTimes::AsBacking => None,
+        AccessTimes::Never => Some(MOUNT_ATTR_NOATIME),
+        AccessTimes::Always => Some(MOUNT_ATTR_STRICTATIME),
+    };
+    if let Some(attr_set) = set {
         let attr = MountAttr {
-            attr_set: MOUNT_ATTR_NOATIME,
+            attr_set,
             attr_clr: MOUNT_ATTR_ATIME_MASK,
             propagation: 0,
             userns_fd: 0,

@@ -48,3 +48,51 @@ fn noatime_keeps_the_backing_access_time() {
         }
     }
 }
+
+/// Whether a read through the mount moves the access time of `src/name`, set a minute ahead
+/// (after its modification and change times, within the day): `relatime` leaves it,
+/// `strictatime` moves it.
+fn recent_atime_moved(fx: &common::Fixture, name: &str) -> bool {
+    let s = fx.s(name);
+    let ahead = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 60;
+    sh(&format!("touch -a -d '@{ahead}' '{}'", s.display()));
+    let before = fs::metadata(&s).unwrap().atime();
+    sh(&format!("cat '{}' >/dev/null", fx.m(name).display()));
+    fs::metadata(&s).unwrap().atime() != before
+}
+
+#[test]
+fn strictatime_moves_the_access_time_on_every_read() {
+    for passthrough in [false, true] {
+        for strict in [false, true] {
+            let mut cfg = common::config();
+            cfg.fs.passthrough = passthrough;
+            if strict {
+                cfg.mount.parse_into("strictatime").unwrap();
+            }
+            let name = format!("strictatime-{}{}", passthrough as u8, strict as u8);
+            let Some(fx) = common::mount(&name, cfg) else {
+                return;
+            };
+            fs::write(fx.s("f"), "some data\n").unwrap();
+            let backing = rustix::fs::statvfs(&fx.s("f")).unwrap().f_flag;
+            let relatime = backing.contains(rustix::fs::StatVfsMountFlags::RELATIME);
+            let moved = recent_atime_moved(&fx, "f");
+            if strict {
+                assert!(
+                    moved,
+                    "strictatime (passthrough {passthrough}): access time kept"
+                );
+            } else if relatime {
+                assert!(
+                    !moved,
+                    "relatime backing (passthrough {passthrough}): access time moved"
+                );
+            }
+        }
+    }
+}
