@@ -79,7 +79,7 @@ fn strictatime_moves_the_access_time_on_every_read() {
                 return;
             };
             fs::write(fx.s("f"), "some data\n").unwrap();
-            let backing = rustix::fs::statvfs(&fx.s("f")).unwrap().f_flag;
+            let backing = rustix::fs::statvfs(fx.s("f")).unwrap().f_flag;
             let relatime = backing.contains(rustix::fs::StatVfsMountFlags::RELATIME);
             let moved = recent_atime_moved(&fx, "f");
             if strict {
