@@ -292,7 +292,8 @@ fn server(a: &NbdArgs) -> Result<(Server, Option<ImageLock>)> {
         if a.format.is_none() {
             vecio_nbd::image_format::refuse_container(export.file(), file)?;
         }
-        let lock = image_lock::lock(file, access(a.read_only, a.force_share))?;
+        let access = image_lock::Access::of(a.read_only, a.force_share);
+        let lock = image_lock::lock(file, access)?;
         tracing::info!(
             file = %file.display(),
             size = export.size(),
@@ -316,15 +317,6 @@ fn server(a: &NbdArgs) -> Result<(Server, Option<ImageLock>)> {
         .force_share(a.force_share);
     tracing::info!(dir = %dir.display(), default = a.export_name, "exports");
     Ok((Server::with_dir(exports, opts)?, None))
-}
-
-/// How a server locks its image: qemu-nbd's permissions for `-r`, `--force-share` or neither.
-pub fn access(read_only: bool, force_share: bool) -> image_lock::Access {
-    match (read_only, force_share) {
-        (_, true) => image_lock::Access::ForceShare,
-        (true, false) => image_lock::Access::ReadOnly,
-        (false, false) => image_lock::Access::ReadWrite,
-    }
 }
 
 /// FILE.sock, or DIR.sock beside DIR (never inside it, whatever slashes DIR ends with).

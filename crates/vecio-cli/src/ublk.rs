@@ -120,7 +120,7 @@ fn serve(a: UblkArgs) -> Result<()> {
     };
     opts.check().map_err(|e| UsageError(e.to_string()))?;
     crate::image_format::check(&opts.file, a.format)?;
-    let access = crate::nbd::access(a.read_only, a.force_share);
+    let access = vecio_nbd::image_lock::Access::of(a.read_only, a.force_share);
     let _image_lock = vecio_nbd::image_lock::lock(&opts.file, access)?;
     // The device's number once it exists, for the signal thread; -1 before.
     let id = Arc::new(AtomicI64::new(-1));

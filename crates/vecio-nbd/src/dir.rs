@@ -231,7 +231,7 @@ impl ExportDir {
     /// and one a virtual machine writes is refused to the client that asks for it
     /// ([`image_lock`](crate::image_lock)).
     pub fn force_share(mut self, yes: bool) -> Self {
-        self.force_share = yes && self.opts.read_only;
+        self.force_share = yes;
         self
     }
 
@@ -306,11 +306,7 @@ impl ExportDir {
             let path = Arc::from(label.as_path());
             return Err(Error::File(vecio::Error::NotRegular { path }));
         }
-        let access = match (self.opts.read_only, self.force_share) {
-            (_, true) => crate::image_lock::Access::ForceShare,
-            (true, false) => crate::image_lock::Access::ReadOnly,
-            (false, false) => crate::image_lock::Access::ReadWrite,
-        };
+        let access = crate::image_lock::Access::of(self.opts.read_only, self.force_share);
         let description = rustix::io::fcntl_dupfd_cloexec(&fd, 0).map_err(open_err)?;
         let description = std::fs::File::from(description);
         let lock = crate::image_lock::lock_open(description, &label, access)?;

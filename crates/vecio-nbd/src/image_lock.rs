@@ -48,6 +48,16 @@ pub enum Access {
 }
 
 impl Access {
+    /// The access of a server exporting read-only or not, and forcing the share or not
+    /// (`--force-share` counts only with `-r`).
+    pub fn of(read_only: bool, force_share: bool) -> Access {
+        match (read_only, force_share) {
+            (true, true) => Access::ForceShare,
+            (true, false) => Access::ReadOnly,
+            (false, _) => Access::ReadWrite,
+        }
+    }
+
     /// The permissions held and those shared.
     fn permissions(self) -> (u32, u32) {
         match self {
