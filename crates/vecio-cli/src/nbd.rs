@@ -17,6 +17,7 @@
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -292,8 +293,12 @@ fn server(a: &NbdArgs) -> Result<(Server, Option<ImageLock>)> {
         if a.format.is_none() {
             vecio_nbd::image_format::refuse_container(export.file(), file)?;
         }
+        // On the export's own open file description, as under --dir: the locks are on the
+        // file served, even if FILE is replaced meanwhile.
+        let served = export.file().as_fd().try_clone_to_owned();
+        let served = served.with_context(|| format!("{}: dup", file.display()))?;
         let access = image_lock::Access::of(a.read_only, a.force_share);
-        let lock = image_lock::lock(file, access)?;
+        let lock = image_lock::lock_open(served.into(), file, access)?;
         tracing::info!(
             file = %file.display(),
             size = export.size(),

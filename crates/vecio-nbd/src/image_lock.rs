@@ -68,8 +68,9 @@ impl Access {
     }
 }
 
-/// The locks taken on an image, held until this is dropped (they belong to its own open of
-/// the file, so the server's other opens and a fork's child keep nothing else).
+/// The locks taken on an image. They belong to the open file description this holds, so they
+/// go when the last descriptor of it closes: this one dropped, or a dup of it (a `--fork`
+/// child inherits them).
 #[derive(Debug)]
 pub struct ImageLock {
     _file: File,
@@ -80,13 +81,23 @@ pub struct ImageLock {
 /// share. `None`: the file system has no byte-range locks (qemu then goes without too), or
 /// the file cannot be opened for reading (the server's own open then fails, saying why).
 pub fn lock(path: &Path, access: Access) -> Result<Option<ImageLock>> {
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK) // a FIFO's open must not wait for a writer
-        .open(path);
     // A file this cannot open, the server cannot serve either: its own open says why.
-    let Ok(file) = opened else { return Ok(None) };
+    let Ok(file) = open(path) else { return Ok(None) };
     lock_open(file, path, access)
+}
+
+/// `path` opened for reading, which read locks need (a FIFO's open must not wait for a
+/// writer).
+fn open(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// The permission numbers whose bits are set in `set`.
+fn bits(set: u32) -> impl Iterator<Item = usize> {
+    (0..PERMISSIONS.len()).filter(move |i| set & (1 << i) != 0)
 }
 
 /// As [`lock`], on a file already open (`path` names it in messages). The locks belong to
@@ -98,7 +109,6 @@ pub fn lock_open(file: File, path: &Path, access: Access) -> Result<Option<Image
         source,
     };
     let (held, shared) = access.permissions();
-    let bits = |set: u32| (0..PERMISSIONS.len()).filter(move |i| set & (1 << i) != 0);
     // Ours first, then theirs, as qemu does: two servers starting at once see each other.
     let ours = bits(held).map(|i| PERM_BASE + i as i64);
     let not_shared = bits(ALL & !shared).map(|i| SHARED_BASE + i as i64);
@@ -127,11 +137,7 @@ pub fn lock_open(file: File, path: &Path, access: Access) -> Result<Option<Image
 /// the permissions held and those not shared, and how vecio nbd and vecio ublk would serve
 /// the image. `None` when the file cannot be opened or takes no byte-range locks.
 pub fn holders(path: &Path) -> Option<String> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let file = open(path).ok()?;
     let set = |base: i64| -> Option<u32> {
         let mut bits = 0;
         for i in 0..PERMISSIONS.len() {
@@ -143,11 +149,8 @@ pub fn holders(path: &Path) -> Option<String> {
     if held | not_shared == 0 {
         return Some("none (no process holds it under qemu's image locks)".into());
     }
-    let names = |bits: u32| -> String {
-        let n: Vec<&str> = (0..PERMISSIONS.len())
-            .filter(|i| bits & (1 << i) != 0)
-            .map(|i| PERMISSIONS[i].0)
-            .collect();
+    let names = |set: u32| -> String {
+        let n: Vec<&str> = bits(set).map(|i| PERMISSIONS[i].0).collect();
         if n.is_empty() {
             "nothing".into()
         } else {
@@ -185,7 +188,7 @@ fn in_use(path: &Path, byte: i64) -> Error {
     } else {
         format!("holds it with permission to {verb} (qemu: Failed to get shared \"{name}\" lock)")
     };
-    let hint = match (byte - SHARED_BASE) as u32 {
+    let hint = match byte - SHARED_BASE {
         1 => "; -r serves it read-only beside that process",
         0 => "; -r --force-share serves it read-only anyway",
         _ => "",
@@ -197,7 +200,7 @@ fn in_use(path: &Path, byte: i64) -> Error {
 }
 
 /// `F_OFD_SETLK` of a read lock on `byte`.
-fn read_lock(file: &File, byte: i64) -> std::io::Result<()> {
+pub(crate) fn read_lock(file: &File, byte: i64) -> std::io::Result<()> {
     let mut fl = one_byte(libc::F_RDLCK, byte);
     // SAFETY: `fl` is a valid `flock` for the call to read, and the descriptor is open.
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
@@ -209,7 +212,7 @@ fn read_lock(file: &File, byte: i64) -> std::io::Result<()> {
 
 /// Whether another open file description holds a lock on `byte` (`F_OFD_GETLK` of a write
 /// lock: any lock of another's conflicts with it, ours never do).
-fn another_holds(file: &File, byte: i64) -> std::io::Result<bool> {
+pub(crate) fn another_holds(file: &File, byte: i64) -> std::io::Result<bool> {
     let mut fl = one_byte(libc::F_WRLCK, byte);
     // SAFETY: `fl` is a valid `flock` the call fills in, and the descriptor is open.
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };

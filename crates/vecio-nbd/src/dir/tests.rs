@@ -127,16 +127,9 @@ fn read_only_and_direct_apply_to_every_export() {
 
 /// A virtual machine's hold on `path` under qemu's image locks (bytes 100, 101, 201).
 fn held_by_a_vm(path: &std::path::Path) -> std::fs::File {
-    use std::os::fd::AsRawFd;
     let f = std::fs::File::open(path).unwrap();
     for byte in [100, 101, 201] {
-        // SAFETY: a zeroed `flock` is valid plain data, filled in below; `f` is open.
-        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = libc::F_RDLCK as libc::c_short;
-        fl.l_start = byte;
-        fl.l_len = 1;
-        // SAFETY: as above: a valid `flock` and an open descriptor.
-        assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) }, 0);
+        crate::image_lock::read_lock(&f, byte).unwrap();
     }
     f
 }
@@ -168,14 +161,6 @@ fn a_file_a_vm_writes_is_refused_to_writers_and_locks_last_with_the_export() {
 
 /// Whether a lock on `byte` of `path` is held by another open file description.
 fn held(path: &std::path::Path, byte: i64) -> bool {
-    use std::os::fd::AsRawFd;
     let f = std::fs::File::open(path).unwrap();
-    // SAFETY: a zeroed `flock` is valid plain data, filled in below; `f` is open.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as libc::c_short;
-    fl.l_start = byte;
-    fl.l_len = 1;
-    // SAFETY: as above: a valid `flock` the call fills in, and an open descriptor.
-    assert_eq!(unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) }, 0);
-    fl.l_type != libc::F_UNLCK as libc::c_short
+    crate::image_lock::another_holds(&f, byte).unwrap()
 }
