@@ -367,6 +367,7 @@ impl AsRawFd for File {
 }
 
 impl AsFd for File {
+    #[inline]
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }

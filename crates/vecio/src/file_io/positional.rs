@@ -11,10 +11,10 @@
 //! `docs/engine.md`, "Locking rules".
 
 use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::AsFd;
 
 use crate::engine::{syscall, SyncEngine, IOV_MAX};
 use crate::error::{Error, Invalid, Result};
-use crate::file::MAX_OFFSET;
 use crate::request::{Progress, Step};
 use crate::{Batch, Dir, File, IoIter, RwFlags};
 
@@ -22,22 +22,18 @@ impl File {
     /// Reads into `buf` at `offset` (`pread(2)`); returns bytes read, fewer only at end of file.
     ///
     /// On a buffered file opened for reading with no per-file flags (the plain case, decided
-    /// once at open), this is one bounds check, one `pread` and one compare: the single-buffer
-    /// call costs what the system call costs.
+    /// once at open), this is one `pread(2)` made directly (rustix's inline system call, no libc
+    /// wrapper) and one compare: the single-buffer call costs what the system call costs.
     #[inline]
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        if self.plain_read && !buf.is_empty() && offset <= MAX_OFFSET - buf.len() as u64 {
-            // SAFETY: buf is valid for writes of buf.len() bytes for the call.
-            let r = unsafe {
-                libc::pread(
-                    self.raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    offset as libc::off_t,
-                )
-            };
-            if r as usize == buf.len() {
-                return Ok(buf.len());
+        if self.plain_read && !buf.is_empty() {
+            let len = buf.len();
+            // An offset past the largest the kernel takes fails there (`EINVAL`) and the
+            // general path below then gives the typed error: no bounds check here.
+            if let Ok(n) = rustix::io::pread(self.as_fd(), &mut *buf, offset) {
+                if n == len {
+                    return Ok(n);
+                }
             }
         }
         self.io_at(IoIter::read_into(buf), offset, RwFlags::empty())
@@ -51,26 +47,18 @@ impl File {
     /// instead of waiting on requests only this thread can finish.
     #[inline]
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
-        if self.plain_write && !buf.is_empty() && offset <= MAX_OFFSET - buf.len() as u64 {
-            // SAFETY: buf is valid for reads of buf.len() bytes for the call.
-            let r = unsafe {
-                libc::pwrite(
-                    self.raw_fd(),
-                    buf.as_ptr().cast(),
-                    buf.len(),
-                    offset as libc::off_t,
-                )
-            };
-            if r as usize == buf.len() {
-                return Ok(buf.len());
-            }
-            if r > 0 {
-                // Short write: resume the rest through the general path.
-                let n = r as usize;
-                return match self.write_at(&buf[n..], offset + n as u64) {
-                    Ok(m) => Ok(n + m),
-                    Err(_) => Ok(n),
-                };
+        if self.plain_write && !buf.is_empty() {
+            // As in read_at: an offset the kernel refuses falls to the general path's error.
+            match rustix::io::pwrite(self.as_fd(), buf, offset) {
+                Ok(n) if n == buf.len() => return Ok(n),
+                Ok(n) if n > 0 => {
+                    // Short write: resume the rest through the general path.
+                    return match self.write_at(&buf[n..], offset + n as u64) {
+                        Ok(m) => Ok(n + m),
+                        Err(_) => Ok(n),
+                    };
+                }
+                _ => {}
             }
         }
         self.io_at(IoIter::write_from(buf), offset, RwFlags::empty())

@@ -280,6 +280,56 @@ fn offset_overflow_is_invalid_overflow() {
     );
 }
 
+/// On a buffered file `read_at` and `write_at` make the system call with no bounds check of
+/// their own: an offset the kernel refuses must still come back as `Invalid::Overflow`, not as
+/// the kernel's bare `EINVAL`, and nothing is written.
+#[test]
+fn buffered_offset_overflow_is_invalid_overflow() {
+    let dir = tempdir();
+    let path = dir.path().join("data");
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .direct(Direct::Off)
+        .open(&path)
+        .unwrap();
+    let mut buf = [0u8; 11];
+    let past = [
+        u64::MAX - 10,
+        u64::MAX,
+        i64::MAX as u64 - 10,
+        i64::MAX as u64 + 1,
+    ];
+    for offset in past {
+        let what = format!("read_at {offset}");
+        assert_invalid(
+            &file.read_at(&mut buf, offset),
+            Invalid::Overflow,
+            0,
+            offset,
+            &path,
+            &what,
+        );
+        let what = format!("write_at {offset}");
+        assert_invalid(
+            &file.write_at(&buf, offset),
+            Invalid::Overflow,
+            0,
+            offset,
+            &path,
+            &what,
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        0,
+        "nothing was written"
+    );
+    // The largest offset that still fits reads nothing, as pread(2) does.
+    assert_eq!(file.read_at(&mut buf[..1], i64::MAX as u64 - 1).unwrap(), 0);
+}
+
 /// A read near the largest file offset that still fits is not an error: like `pread(2)` on
 /// the same file, it returns 0 (nothing is there). The bounce window of an unaligned read
 /// must not push the kernel call past the largest offset.
