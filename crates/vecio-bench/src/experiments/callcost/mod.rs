@@ -33,8 +33,10 @@ pub const INSTRUCTION_SPREAD: f64 = 0.005;
 /// One way of reading the page.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Variant {
-    /// `pread(2)` in a loop: the floor.
+    /// `pread(2)` in a loop, through libc: the floor a C program sees.
     RawPread,
+    /// `pread(2)` as an inline system call (rustix), no libc wrapper: the floor of the call.
+    RawSyscall,
     /// `preadv2(2)` with one iovec and no flags.
     RawPreadv2,
     /// `File::read_at` (`IoIter::Ubuf`).
@@ -64,8 +66,9 @@ pub enum BatchEngine {
 
 impl Variant {
     /// Every variant, floor first.
-    pub const ALL: [Variant; 10] = [
+    pub const ALL: [Variant; 11] = [
         Variant::RawPread,
+        Variant::RawSyscall,
         Variant::RawPreadv2,
         Variant::ReadAt,
         Variant::ReadvAt1,
@@ -81,6 +84,7 @@ impl Variant {
     pub fn name(self) -> &'static str {
         match self {
             Variant::RawPread => "raw pread",
+            Variant::RawSyscall => "raw syscall",
             Variant::RawPreadv2 => "raw preadv2",
             Variant::ReadAt => "read_at",
             Variant::ReadvAt1 => "readv_at x1",
@@ -134,11 +138,14 @@ impl Experiment for Callcost {
         o.no_callgrind = p.no_callgrind;
     }
 
-    /// Ten variants per repetition, 2.2 times the runtime each (calibration and timing), and
+    /// Eleven variants per repetition, 2.2 times the runtime each (calibration and timing), and
     /// about 10 s of callgrind.
     fn estimate(o: &CallcostOptions) -> Duration {
         let grind = (!o.no_callgrind && valgrind_version().is_some()).then_some(10.0);
-        let calls = 10.0 * o.common.repeat as f64 * o.common.runtime.as_secs_f64() * 2.2;
+        let calls = Variant::ALL.len() as f64
+            * o.common.repeat as f64
+            * o.common.runtime.as_secs_f64()
+            * 2.2;
         Duration::from_secs_f64(calls + grind.unwrap_or(0.0))
     }
 
@@ -227,6 +234,14 @@ pub fn run_calls(variant: Variant, path: &Path, calls: u64) -> Result<()> {
         Variant::RawPread => each(calls, "pread", || {
             // SAFETY: buf is valid for CALL bytes for the call.
             Ok(unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), CALL, 0) })
+        }),
+        Variant::RawSyscall => each(calls, "pread syscall", || {
+            // SAFETY: fd is file's, open for the loop.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            match rustix::io::pread(fd, &mut *buf, 0) {
+                Ok(CALL) => Ok(CALL as isize),
+                _ => Ok(-1),
+            }
         }),
         Variant::RawPreadv2 => each(calls, "preadv2", || {
             let iov = libc::iovec {
