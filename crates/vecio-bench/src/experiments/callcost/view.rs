@@ -40,7 +40,8 @@ impl View for CallcostReport {
              {instructions}",
             c.runtime_s, c.repeat
         );
-        s.setup = lines(setup, &c.meta, vec![("workload", workload)], &["valgrind"]);
+        // The workload line names valgrind's version (the one that counted), so no tool line.
+        s.setup = lines(setup, &c.meta, vec![("workload", workload)], &[]);
         s.tables.push(table(c));
         let caption = "Dark dashes: the raw pread loop's figure times 1.10, the seed's cost of \
                        the iterator path; vecio's single-buffer paths should stay under them.";
