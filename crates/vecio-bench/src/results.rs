@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::experiment::Entry;
 use crate::harness::setup::Setup;
 
 /// The document's format; bumped when a field changes meaning.
@@ -72,11 +73,35 @@ impl AllResults {
             .map(|n| n.reason.as_str())
     }
 
-    /// Reads a `results.json`.
-    pub fn load(path: &Path) -> Result<AllResults> {
+    /// Reads a results file: `bench all`'s `--json` (or a report's `results.json`), or one
+    /// experiment's `--json` output, recognised by its fields (the most specific match of
+    /// `experiments`), whose key is then returned beside it.
+    pub fn read(
+        path: &Path,
+        experiments: &[&dyn Entry],
+    ) -> Result<(AllResults, Option<&'static str>)> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let owners = experiments.iter().filter_map(|e| Some((e, e.owns(&v)?)));
+        Ok(match owners.max_by_key(|(_, fields)| *fields) {
+            Some((e, _)) => {
+                let reports = [(e.key().to_string(), v)].into();
+                (
+                    AllResults {
+                        reports,
+                        ..AllResults::default()
+                    },
+                    Some(e.key()),
+                )
+            }
+            None => {
+                let r = serde_json::from_value(v)
+                    .with_context(|| format!("{}: not a vecio results file", path.display()))?;
+                (r, None)
+            }
+        })
     }
 
     /// Writes it as pretty JSON.

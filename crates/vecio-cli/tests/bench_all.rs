@@ -200,3 +200,42 @@ fn bench_report_renders_a_recorded_run() {
     let html = std::fs::read_to_string(dir.path().join("r/index.html")).expect("index.html");
     assert_eq!(html.matches("<figure class=\"plot\"").count(), 15);
 }
+
+/// One experiment's own `--json` file (what `vecio bench callcost --json` writes) renders as a
+/// report of that experiment alone; a JSON file of no vecio figures is refused in one line.
+#[test]
+fn bench_report_renders_one_experiments_own_json() {
+    let dir = scratch_dir("vecio-report-own-");
+    let all: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture()).expect("fixture")).expect("fixture");
+    let own = dir.path().join("callcost.json");
+    std::fs::write(&own, all["callcost"].to_string()).expect("writing callcost.json");
+    let out = vecio(
+        dir.path(),
+        &["bench", "report", &own.to_string_lossy(), "--out", "r"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let md = std::fs::read_to_string(dir.path().join("r/report.md")).expect("report.md");
+    assert!(md.contains("## Seed 003"), "{md}");
+    assert!(
+        !md.contains("## Seed 000") && !md.contains("not in this results file"),
+        "{md}"
+    );
+    assert!(md.contains("read_at instructions/raw pread"), "{md}");
+
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"x\": 1}").expect("writing junk");
+    let bad = vecio(
+        dir.path(),
+        &["bench", "report", &junk.to_string_lossy(), "--out", "j"],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("no vecio figures"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        !dir.path().join("j").exists(),
+        "nothing written for a refused file"
+    );
+}

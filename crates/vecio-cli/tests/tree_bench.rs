@@ -94,4 +94,19 @@ fn bench_tree_times_every_phase_and_cleans_up() {
     assert_eq!(targets.len(), 2, "{targets:?}");
     assert!(targets.iter().all(|t| t["met"].is_boolean()));
     assert!(stdout.contains("Targets:"), "{stdout}");
+
+    // Its own --json renders as a report of this one section, its summary rows judged.
+    let out = vecio(
+        dir.path(),
+        &["bench", "report", json.to_str().unwrap(), "--out", "r"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let md = std::fs::read_to_string(dir.path().join("r/report.md")).expect("report.md");
+    assert!(md.contains("a source tree's life"), "{md}");
+    assert!(
+        md.contains("| 004 | whole life: vecio fuse/native |"),
+        "{md}"
+    );
+    assert!(!md.contains("## Seed 000"), "{md}");
 }

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use anyhow::{bail, Result};
 use vecio_host::table::Table;
 
 use crate::experiment::{Entry, Metric};
@@ -20,22 +19,9 @@ pub fn metrics(r: &AllResults, experiments: &[&dyn Entry]) -> Vec<Metric> {
         .collect()
 }
 
-/// Reads a results file: `bench all`'s (or a report's `results.json`), or one experiment's
-/// `--json` output (the experiment whose fields it has, the most specific first).
+/// Reads a results file ([`AllResults::read`]) that has figures compare can use.
 pub fn load(path: &Path, experiments: &[&dyn Entry]) -> Result<AllResults> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: Value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let owners = experiments.iter().filter_map(|e| Some((e, e.owns(&v)?)));
-    let r = match owners.max_by_key(|(_, fields)| *fields) {
-        Some((e, _)) => AllResults {
-            reports: [(e.key().to_string(), v)].into(),
-            ..AllResults::default()
-        },
-        None => serde_json::from_value(v)
-            .with_context(|| format!("{}: not a vecio results file", path.display()))?,
-    };
+    let (r, _) = AllResults::read(path, experiments)?;
     if metrics(&r, experiments).is_empty() {
         bail!("{}: no figures vecio can compare", path.display());
     }

@@ -1,11 +1,14 @@
 //! A tree's life through FUSE: its entry (seed 004's, the FUSE document, with issue 27's
-//! workload), section, targets and figures. It has no summary rows: `bench all` does not run it.
+//! workload), section, targets, summary rows (shown only in a report of its own `--json` file:
+//! `bench all` does not run it) and figures.
 
 use super::phases::{Phase, PHASES};
 use super::{ratio, Tree, TreeReport, NATIVE};
-use crate::experiment::table::{Cell, DataTable};
+use crate::experiment::section::at_most;
+use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, View};
 use crate::experiments::fuse::subjects::Counts;
+use crate::experiments::fuse::VECIO;
 use crate::harness::setup::{lines, Setup};
 use crate::harness::stats::median;
 
@@ -61,9 +64,24 @@ impl View for TreeReport {
         );
     }
 
-    /// None: `bench all` does not run this experiment.
-    fn summary(_r: Option<&Self>) -> Vec<SummaryRow> {
-        Vec::new()
+    /// vecio fuse's whole life and extraction over native, with their targets (only in a
+    /// report of this experiment's own `--json` file: `bench all` does not run it).
+    fn summary(r: Option<&Self>) -> Vec<SummaryRow> {
+        let rows = [
+            ("whole life", None, 2.0),
+            ("extract", Some(Phase::Extract), 3.0),
+        ];
+        rows.into_iter()
+            .map(|(what, phase, want)| {
+                let result = format!("{what}: vecio fuse/native");
+                let Some(r) = r else {
+                    return SummaryRow::missing(SEED.id, &result, "x", "-");
+                };
+                let v = ratio(r.result(VECIO), r.result(NATIVE), phase);
+                let target = at_most(v, want, "x");
+                SummaryRow::own(SEED.id, result, "x", "-".into(), num(v, 2), target)
+            })
+            .collect()
     }
 
     /// Seconds per subject and phase, and the whole life (less is better).

@@ -79,7 +79,7 @@ pub fn command(name: &'static str) -> Command {
         .about("The report (index.html, report.md, results.json) of a recorded results.json")
         .arg(positional(
             "results",
-            "A recorded results.json (or `bench all --json` file)",
+            "A recorded results.json, a `bench all --json` file or one experiment's --json",
         ))
         .arg(
             path_arg(

@@ -128,11 +128,31 @@ fn compare(m: &ArgMatches) -> Result<()> {
     Ok(())
 }
 
-/// Renders the report of a recorded run and prints its summary.
+/// Renders the report of a recorded run and prints its summary: every experiment of `bench
+/// all` (and an opt-in one whose figures the file holds), or the one experiment whose own
+/// `--json` file it is.
 fn render(m: &ArgMatches) -> Result<()> {
-    let results = AllResults::load(path(m, "results")?)?;
-    let files = report::write(path(m, "out")?, &results, &EXPERIMENTS)?;
-    let sections = report::sections(&results, &EXPERIMENTS)?;
+    let file = path(m, "results")?;
+    let known: Vec<&dyn Entry> = registry::commands().collect();
+    let (results, own) = AllResults::read(file, &known)?;
+    let in_all = |key: &str| EXPERIMENTS.iter().any(|e| e.key() == key);
+    let shown: Vec<&dyn Entry> = known
+        .into_iter()
+        .filter(|e| match own {
+            Some(key) => e.key() == key,
+            None => in_all(e.key()) || results.report(e.key()).is_some(),
+        })
+        .collect();
+    let measured = shown.iter().any(|e| results.report(e.key()).is_some());
+    if !measured && results.setup.is_none() && results.not_measured.is_empty() {
+        bail!(
+            "{}: no vecio figures in it (not a `vecio bench all --json` file or results.json, \
+             nor one experiment's --json file)",
+            file.display()
+        );
+    }
+    let files = report::write(path(m, "out")?, &results, &shown)?;
+    let sections = report::sections(&results, &shown)?;
     print!("{}", text::summary(&results, &sections));
     println!(
         "{} ({} plots), {}, {}",
