@@ -92,7 +92,9 @@ fn every_section_and_plot_is_present() {
             && titles.iter().any(|t| t.starts_with("Buffered")),
         "{titles:?}"
     );
-    let reread = AllResults::load(&files.json).expect("results.json reads back");
+    let (reread, own) =
+        AllResults::read(&files.json, &EXPERIMENTS).expect("results.json reads back");
+    assert_eq!(own, None, "a whole run, not one experiment's file");
     assert_eq!(
         serde_json::to_value(&reread).ok(),
         serde_json::to_value(&r).ok(),
