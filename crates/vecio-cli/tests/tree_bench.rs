@@ -109,4 +109,14 @@ fn bench_tree_times_every_phase_and_cleans_up() {
         "{md}"
     );
     assert!(!md.contains("## Seed 000"), "{md}");
+    // And compare reads it as the other experiments' files.
+    let j = json.to_str().unwrap();
+    let out = vecio(dir.path(), &["bench", "compare", j, j]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("vecio fuse / extract s"), "{stdout}");
 }

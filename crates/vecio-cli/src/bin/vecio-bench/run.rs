@@ -111,11 +111,9 @@ fn all(m: &ArgMatches, env: &Env) -> Result<()> {
 /// Prints B/A for every figure two runs share, changes beyond the noise flagged.
 fn compare(m: &ArgMatches) -> Result<()> {
     let (a, b) = (path(m, "a")?, path(m, "b")?);
-    let (ra, rb) = (cmp::load(a, &EXPERIMENTS)?, cmp::load(b, &EXPERIMENTS)?);
-    let (changes, only) = cmp::compare(
-        &cmp::metrics(&ra, &EXPERIMENTS),
-        &cmp::metrics(&rb, &EXPERIMENTS),
-    );
+    let known: Vec<&dyn Entry> = registry::commands().collect();
+    let (ra, rb) = (cmp::load(a, &known)?, cmp::load(b, &known)?);
+    let (changes, only) = cmp::compare(&cmp::metrics(&ra, &known), &cmp::metrics(&rb, &known));
     if changes.is_empty() {
         bail!(
             "{} and {} share no figure to compare",
