@@ -124,8 +124,8 @@ pub fn render(a: &str, b: &str, changes: &[Change], only: &[String]) -> String {
         t.row([
             c.a.experiment.to_string(),
             c.a.name.clone(),
-            format!("{:.1}", c.a.value),
-            format!("{:.1}", c.b),
+            figure(c.a.value),
+            figure(c.b),
             format!("{:.3}", c.ratio),
             c.noise
                 .map_or("?".into(), |n| format!("±{:.0}%", n * 100.0)),
@@ -153,9 +153,32 @@ pub fn render(a: &str, b: &str, changes: &[Change], only: &[String]) -> String {
     out
 }
 
+/// A figure with three significant digits (one decimal at least): seconds of 0.341 and 0.300
+/// stay apart, MB/s of 1421.3 keep their decimal.
+fn figure(v: f64) -> String {
+    let magnitude = if v == 0.0 {
+        0
+    } else {
+        v.abs().log10().floor() as i32
+    };
+    let prec = (2 - magnitude).clamp(1, 6) as usize;
+    format!("{v:.prec$}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_keep_three_significant_digits() {
+        let shown: Vec<String> = [0.341, 0.3, 4.415, 12.0, 1421.34, 0.0, 0.00012]
+            .map(figure)
+            .into();
+        assert_eq!(
+            shown,
+            ["0.341", "0.300", "4.42", "12.0", "1421.3", "0.00", "0.000120"]
+        );
+    }
 
     fn m(name: &str, value: f64, spread: Option<f64>) -> Metric {
         Metric {
