@@ -29,7 +29,8 @@ pub(crate) fn vectored(op: &Op) -> i64 {
 /// `len` bytes at `base`; `EINTR` is retried. Returns bytes or `-errno`.
 ///
 /// # Safety
-/// `fd` is open and `base..base + len` is valid for the transfer's direction.
+/// `fd` is open and `base..base + len` is valid for the transfer's direction; `base` is not
+/// null, even for a zero `len` (it is made a slice; the callers' come from slices).
 pub(crate) unsafe fn single(
     fd: RawFd,
     dir: Dir,
