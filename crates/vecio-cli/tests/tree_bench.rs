@@ -109,6 +109,12 @@ fn bench_tree_times_every_phase_and_cleans_up() {
         "{md}"
     );
     assert!(!md.contains("## Seed 000"), "{md}");
+    assert!(md.contains("](plots/s004-tree.svg)"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("r/plots/s004-tree.svg")).expect("plot");
+    assert!(
+        svg.contains("vecio fuse --no-uring") && svg.contains("whole life"),
+        "{svg}"
+    );
     // And compare reads it as the other experiments' files.
     let j = json.to_str().unwrap();
     let out = vecio(dir.path(), &["bench", "compare", j, j]);

@@ -3,8 +3,9 @@
 //! `bench all` does not run it) and figures.
 
 use super::phases::{Phase, PHASES};
-use super::{ratio, Tree, TreeReport, NATIVE};
-use crate::experiment::section::at_most;
+use super::{ratio, SubjectResult, Tree, TreeReport, NATIVE};
+use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
+use crate::experiment::section::{at_most, Plot};
 use crate::experiment::table::{num, Cell, DataTable};
 use crate::experiment::{Experiment, Metric, Section, Seed, SummaryRow, View};
 use crate::experiments::fuse::subjects::Counts;
@@ -47,6 +48,14 @@ impl View for TreeReport {
         let extra = [("tree", tree)].into_iter().chain(cold).collect();
         s.setup = lines(setup, &self.meta, extra, &[]);
         s.tables = vec![seconds(self), server_cpu(self), requests(self)];
+        s.plots.push(Plot::new(
+            "s004-tree",
+            "Seconds per phase of a tree's life",
+            "Bars: median seconds, whiskers: the fastest and slowest round. Dark dashes on vecio \
+             fuse's bars: native's figure times the target's limit (3x for the extraction, 2x for \
+             the whole life).",
+            Chart::Bars(bars(self)),
+        ));
         s.targets.extend(self.targets.iter().cloned());
         let notes = &mut s.notes;
         notes.extend(self.not_judged.iter().map(|n| format!("not judged: {n}")));
@@ -187,4 +196,42 @@ fn breakdown(f: &TreeReport) -> Vec<String> {
         }
     }
     notes
+}
+
+/// Seconds per phase and for the whole life, one bar per subject; vecio fuse's marked where a
+/// target puts its limit.
+fn bars(f: &TreeReport) -> Bars {
+    let native = f.result(NATIVE);
+    let phases = PHASES.iter().map(|&p| (p.name(), Some(p)));
+    let groups = phases.chain([("whole life", None)]).map(|(label, phase)| {
+        let secs = |r: &SubjectResult| match phase {
+            Some(p) => r.phase(p)?.seconds.clone(),
+            None => r.total.clone(),
+        };
+        let limit = match phase {
+            Some(Phase::Extract) => Some(3.0),
+            None => Some(2.0),
+            Some(_) => None,
+        };
+        let mark = native.and_then(secs).zip(limit).map(|(s, x)| s.median * x);
+        let values = f.results.iter().map(|r| {
+            let v = BarValue::of(&secs(r)?);
+            Some(if r.subject == VECIO {
+                v.marked(mark)
+            } else {
+                v
+            })
+        });
+        BarGroup {
+            label: label.to_string(),
+            values: values.collect(),
+        }
+    });
+    Bars {
+        title: "A tree's life: seconds per phase (issue 27)".into(),
+        y_label: "seconds".into(),
+        series: f.results.iter().map(|r| r.subject.clone()).collect(),
+        groups: groups.collect(),
+        mark_label: "native x the target's limit".into(),
+    }
 }
