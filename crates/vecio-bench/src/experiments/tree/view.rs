@@ -205,8 +205,8 @@ fn bars(f: &TreeReport) -> Bars {
     let phases = PHASES.iter().map(|&p| (p.name(), Some(p)));
     let groups = phases.chain([("whole life", None)]).map(|(label, phase)| {
         let secs = |r: &SubjectResult| match phase {
-            Some(p) => r.phase(p)?.seconds.clone(),
-            None => r.total.clone(),
+            Some(p) => r.phase(p)?.seconds,
+            None => r.total,
         };
         let limit = match phase {
             Some(Phase::Extract) => Some(3.0),
