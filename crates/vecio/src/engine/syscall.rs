@@ -39,10 +39,6 @@ pub(crate) unsafe fn single(
     len: usize,
     offset: u64,
 ) -> i64 {
-    let iov = libc::iovec {
-        iov_base: base.cast(),
-        iov_len: len,
-    };
     // SAFETY: the caller keeps `fd` open for the call (this function's contract).
     let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
     let call = || match (dir, flags.is_empty()) {
@@ -58,8 +54,14 @@ pub(crate) unsafe fn single(
             let buf = unsafe { std::slice::from_raw_parts(base.cast_const(), len) };
             rustix::io::pwrite(borrowed, buf, offset)
         }
-        // SAFETY: `iov` describes base..base+len, valid for the direction (the contract).
-        _ => unsafe { rw(fd, dir, &iov, 1, offset, flags) },
+        _ => {
+            let iov = libc::iovec {
+                iov_base: base.cast(),
+                iov_len: len,
+            };
+            // SAFETY: `iov` describes base..base+len, valid for the direction (the contract).
+            unsafe { rw(fd, dir, &iov, 1, offset, flags) }
+        }
     };
     retried(call)
 }

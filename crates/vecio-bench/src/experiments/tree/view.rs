@@ -3,7 +3,7 @@
 //! `bench all` does not run it) and figures.
 
 use super::phases::{Phase, PHASES};
-use super::{ratio, SubjectResult, Tree, TreeReport, NATIVE};
+use super::{native_limit, ratio, SubjectResult, Tree, TreeReport, NATIVE};
 use crate::experiment::chart::{BarGroup, BarValue, Bars, Chart};
 use crate::experiment::section::{at_most, Plot};
 use crate::experiment::table::{num, Cell, DataTable};
@@ -76,18 +76,15 @@ impl View for TreeReport {
     /// vecio fuse's whole life and extraction over native, with their targets (only in a
     /// report of this experiment's own `--json` file: `bench all` does not run it).
     fn summary(r: Option<&Self>) -> Vec<SummaryRow> {
-        let rows = [
-            ("whole life", None, 2.0),
-            ("extract", Some(Phase::Extract), 3.0),
-        ];
+        let rows = [("whole life", None), ("extract", Some(Phase::Extract))];
         rows.into_iter()
-            .map(|(what, phase, want)| {
+            .map(|(what, phase)| {
                 let result = format!("{what}: vecio fuse/native");
                 let Some(r) = r else {
                     return SummaryRow::missing(SEED.id, &result, "x", "-");
                 };
                 let v = ratio(r.result(VECIO), r.result(NATIVE), phase);
-                let target = at_most(v, want, "x");
+                let target = native_limit(phase).and_then(|want| at_most(v, want, "x"));
                 SummaryRow::own(SEED.id, result, "x", "-".into(), num(v, 2), target)
             })
             .collect()
@@ -208,12 +205,8 @@ fn bars(f: &TreeReport) -> Bars {
             Some(p) => r.phase(p)?.seconds,
             None => r.total,
         };
-        let limit = match phase {
-            Some(Phase::Extract) => Some(3.0),
-            None => Some(2.0),
-            Some(_) => None,
-        };
-        let mark = native.and_then(secs).zip(limit).map(|(s, x)| s.median * x);
+        let mark = native.and_then(secs).zip(native_limit(phase));
+        let mark = mark.map(|(s, x)| s.median * x);
         let values = f.results.iter().map(|r| {
             let v = BarValue::of(&secs(r)?);
             Some(if r.subject == VECIO {
