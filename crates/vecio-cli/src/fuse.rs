@@ -31,7 +31,8 @@ const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
   sync, async, dirsync   synchronous writes / directory changes
   fsname=NAME            the source column of the mount table
   subtype=NAME           the type shown as fuse.NAME (subtype=: plain fuse)
-  timeout_s=N            the kernel aborts the connection when a request waits N s";
+  timeout_s=N            the kernel aborts the connection when a request waits N s
+  auto_unmount           unmount when the server ends, killed too (through fusermount3)";
 
 /// Checks one `-o` list while the command line is parsed, so a typo is a usage error.
 fn parse_mount_options(list: &str) -> Result<String, String> {

@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Why FUSE mounts cannot be tested here, if they cannot.
-fn skip(test: &str) -> bool {
+pub(super) fn skip(test: &str) -> bool {
     let why = if fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
         "not root: mount(2) of a FUSE file system needs CAP_SYS_ADMIN"
     } else if !Path::new("/dev/fuse").exists() {
@@ -27,7 +27,7 @@ fn skip(test: &str) -> bool {
 }
 
 /// True while something is mounted on `mnt` (from mountinfo, without touching the mount).
-fn is_mounted(mnt: &Path) -> bool {
+pub(super) fn is_mounted(mnt: &Path) -> bool {
     let info = fs::read_to_string("/proc/self/mountinfo").unwrap();
     let want = mnt.to_str().unwrap();
     info.lines().any(|l| l.split(' ').nth(4) == Some(want))
@@ -41,18 +41,18 @@ fn force_unmount(mnt: &Path) {
 }
 
 /// A `vecio fuse` process; killed, and its mount removed, however the test ends.
-struct Mounted {
+pub(super) struct Mounted {
     child: Option<Child>,
     mnt: PathBuf,
 }
 
 impl Mounted {
-    fn child(&mut self) -> &mut Child {
+    pub(super) fn child(&mut self) -> &mut Child {
         self.child.as_mut().expect("server running")
     }
 
     /// Waits up to `limit` for the process to exit.
-    fn wait(&mut self, limit: Duration) -> Option<ExitStatus> {
+    pub(super) fn wait(&mut self, limit: Duration) -> Option<ExitStatus> {
         let end = Instant::now() + limit;
         loop {
             if let Some(s) = self.child().try_wait().unwrap() {
@@ -78,7 +78,7 @@ impl Drop for Mounted {
 }
 
 /// Scratch `DIR` with `DIR/src` (holding `hello`) and an empty `DIR/mnt`.
-fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(super) fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = common::scratch_dir("vecio-fuse-cli-");
     let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
     fs::create_dir(&src).unwrap();
@@ -88,7 +88,7 @@ fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
 }
 
 /// Starts `vecio fuse ARGS SRC MNT` and waits for its first line.
-fn start(src: &Path, mnt: &Path, args: &[&str]) -> (Mounted, String) {
+pub(super) fn start(src: &Path, mnt: &Path, args: &[&str]) -> (Mounted, String) {
     start_with(src, mnt, args, Stdio::inherit())
 }
 
@@ -119,7 +119,7 @@ fn start_with(src: &Path, mnt: &Path, args: &[&str], stderr: Stdio) -> (Mounted,
     (m, line.trim_end().to_string())
 }
 
-fn pid_of(m: &mut Mounted) -> String {
+pub(super) fn pid_of(m: &mut Mounted) -> String {
     m.child().id().to_string()
 }
 

@@ -6,7 +6,7 @@
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,17 +28,25 @@ fn why_not() -> Option<String> {
 }
 
 /// `/dev/fuse` open to every user while it lives; its mode before, put back when dropped.
-struct OpenedUp(Option<u32>);
+/// The tests here take turns (one's drop would close it under another).
+struct OpenedUp(
+    Option<u32>,
+    #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
+);
+
+/// Held by the test that has `/dev/fuse` opened up.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl OpenedUp {
     fn dev_fuse() -> OpenedUp {
+        let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
         let mode = fs::metadata("/dev/fuse").unwrap().mode() & 0o7777;
         if mode & 0o006 == 0o006 {
-            return OpenedUp(None);
+            return OpenedUp(None, turn);
         }
         eprintln!("/dev/fuse is mode {mode:o}: opened to users (0666) for this test");
         fs::set_permissions("/dev/fuse", fs::Permissions::from_mode(0o666)).unwrap();
-        OpenedUp(Some(mode))
+        OpenedUp(Some(mode), turn)
     }
 }
 
@@ -56,13 +64,9 @@ fn mounted(mnt: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
 }
 
-#[test]
-fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
-    if let Some(why) = why_not() {
-        eprintln!("skipping: {why}");
-        return;
-    }
-    let _opened = OpenedUp::dev_fuse();
+/// `vecio fuse EXTRA SRC MNT` as uid 65534 in a scratch directory, once it says it mounted:
+/// the directory (holding `src/f` and `mnt`), the server and the mount point.
+fn mount_as_user(extra: &[&str]) -> (tempfile::TempDir, std::process::Child, PathBuf) {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
     fs::create_dir(&src).unwrap();
@@ -80,6 +84,7 @@ fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&exe)
         .arg("fuse")
+        .args(extra)
         .arg(&src)
         .arg(&mnt)
         .stdout(Stdio::piped())
@@ -91,6 +96,17 @@ fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
         .read_line(&mut line)
         .unwrap();
     assert!(line.starts_with("mounted "), "no mount: {line:?}");
+    (dir, child, mnt)
+}
+
+#[test]
+fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
+    if let Some(why) = why_not() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let _opened = OpenedUp::dev_fuse();
+    let (_dir, mut child, mnt) = mount_as_user(&[]);
     let by_user = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
         .arg(mnt.join("f"))
@@ -127,4 +143,25 @@ fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
         .find(|l| l.starts_with("vecio: serving "))
         .unwrap_or_else(|| panic!("no serving line: {said}"));
     assert!(!serving.contains("passthrough"), "{serving}");
+}
+
+#[test]
+fn a_users_killed_server_is_unmounted_with_auto_unmount() {
+    if let Some(why) = why_not() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let _opened = OpenedUp::dev_fuse();
+    let (_dir, mut child, mnt) = mount_as_user(&["-o", "auto_unmount"]);
+    // setpriv execs vecio: the child is the server itself.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while mounted(&mnt) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if mounted(&mnt) {
+        let _ = Command::new("umount").arg("-l").arg(&mnt).status();
+        panic!("a user's mount stayed 5 s after its server was killed");
+    }
 }

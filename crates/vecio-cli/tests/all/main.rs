@@ -14,6 +14,7 @@ mod kernel;
 mod command_line;
 mod full_disk;
 mod fuse;
+mod fuse_auto_unmount;
 mod fuse_defaults;
 mod fuse_descriptors;
 mod fuse_helper;

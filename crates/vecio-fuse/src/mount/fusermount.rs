@@ -15,7 +15,8 @@ use rustix::net::{
 /// Runs `fusermount3 -o OPTS -- MOUNTPOINT` and returns the mounted `/dev/fuse` descriptor.
 pub fn mount(mountpoint: &Path, opts: &str) -> Result<OwnedFd, String> {
     // The helper's end must survive exec, so the pair is made without CLOEXEC and the parent
-    // closes that end right after spawning.
+    // closes that end right after spawning; ours is marked, so no program started meanwhile
+    // keeps it.
     let (ours, theirs) = rustix::net::socketpair(
         AddressFamily::UNIX,
         SocketType::STREAM,
@@ -23,6 +24,8 @@ pub fn mount(mountpoint: &Path, opts: &str) -> Result<OwnedFd, String> {
         None,
     )
     .map_err(|e| format!("socketpair: {e}"))?;
+    rustix::io::fcntl_setfd(&ours, rustix::io::FdFlags::CLOEXEC)
+        .map_err(|e| format!("fcntl: {e}"))?;
     let status = Command::new("fusermount3")
         .arg("-o")
         .arg(opts)

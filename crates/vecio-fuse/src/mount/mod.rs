@@ -4,6 +4,7 @@
 //! (`session`). It sits on the transport (`crate::transport::dev`) and the ABI; the server
 //! (`crate::Server`) uses it before it starts serving.
 
+pub mod auto_unmount;
 pub mod fusermount;
 pub mod session;
 
@@ -44,6 +45,9 @@ pub struct MountOptions {
     /// `default_permissions`: on by default and with `-o acl`, off with `-o noacl` (ACL
     /// attributes are then stored as any other, and the kernel checks the mode bits alone).
     pub acl: bool,
+    /// Unmount when the server ends however it ends, killed too (`-o auto_unmount`, as
+    /// libfuse's): a watcher forked at mount time unmounts once no server process is left.
+    pub auto_unmount: bool,
 }
 
 impl Default for MountOptions {
@@ -59,6 +63,7 @@ impl Default for MountOptions {
             subtype: "vecio".to_string(),
             request_timeout: None,
             acl: true,
+            auto_unmount: false,
         }
     }
 }
@@ -101,6 +106,7 @@ impl MountOptions {
                 ("dirsync", None) => self.flags.insert(MountFlags::DIRSYNC),
                 ("acl", None) => self.acl = true,
                 ("noacl", None) => self.acl = false,
+                ("auto_unmount", None) => self.auto_unmount = true,
                 ("fsname", Some(v)) if !v.is_empty() && !v.contains(',') => {
                     self.fsname = Some(v.to_string())
                 }
@@ -120,24 +126,32 @@ impl MountOptions {
         Ok(())
     }
 
-    /// The `-o` list for `fusermount3` (it adds fd, rootmode, user_id and group_id itself).
+    /// The `-o` list for `fusermount3` (it adds fd, rootmode, user_id and group_id itself):
+    /// every mount flag asked for, by the names it knows.
     fn fusermount_options(&self, fsname: &str) -> String {
         let mut o = vec![if self.read_only { "ro" } else { "rw" }.to_string()];
         for (flag, on, off) in [
-            (MountFlags::NOSUID, "nosuid", "suid"),
-            (MountFlags::NODEV, "nodev", "dev"),
-            (MountFlags::NOEXEC, "noexec", "exec"),
+            (MountFlags::NOSUID, "nosuid", Some("suid")),
+            (MountFlags::NODEV, "nodev", Some("dev")),
+            (MountFlags::NOEXEC, "noexec", Some("exec")),
+            (MountFlags::NOATIME, "noatime", None),
+            (MountFlags::NODIRATIME, "nodiratime", None),
+            (MountFlags::RELATIME, "relatime", None),
+            (MountFlags::STRICTATIME, "strictatime", None),
+            (MountFlags::LAZYTIME, "lazytime", None),
+            (MountFlags::SYNCHRONOUS, "sync", None),
+            (MountFlags::DIRSYNC, "dirsync", None),
         ] {
-            o.push(if self.flags.contains(flag) { on } else { off }.to_string());
+            let name = if self.flags.contains(flag) { Some(on) } else { off };
+            o.extend(name.map(str::to_string));
         }
-        if self.flags.contains(MountFlags::NOATIME) {
-            o.push("noatime".into());
-        }
-        if self.allow_other {
-            o.push("allow_other".into());
-        }
-        if self.default_permissions {
-            o.push("default_permissions".into());
+        for (set, name) in [
+            (self.allow_other, "allow_other"),
+            (self.default_permissions, "default_permissions"),
+        ] {
+            if set {
+                o.push(name.into());
+            }
         }
         o.push(format!("fsname={fsname}"));
         if !self.subtype.is_empty() {
@@ -196,11 +210,14 @@ pub struct Mount {
     mountpoint: PathBuf,
     via: Via,
     mounted: bool,
+    /// `-o auto_unmount`'s watcher, released after the unmount (it then finds nothing to do).
+    watch: Option<auto_unmount::Watch>,
 }
 
 impl Mount {
     /// Opens a FUSE connection and mounts it on `mountpoint`: with `mount(2)` as root, else
-    /// through `fusermount3` as libfuse does for users.
+    /// through `fusermount3` as libfuse does for users; with `-o auto_unmount`, starts the
+    /// watcher that unmounts it once the server has ended.
     pub fn attach(
         source: &Path,
         mountpoint: &Path,
@@ -218,41 +235,41 @@ impl Mount {
             .fsname
             .clone()
             .unwrap_or_else(|| source.display().to_string().replace(',', "_"));
-        if !rustix::process::geteuid().is_root() {
+        let (channel, via) = if rustix::process::geteuid().is_root() {
+            let channel = Channel::open()?;
+            let fstype = opts.fstype();
+            let mut flags = opts.flags;
+            if opts.read_only {
+                flags |= MountFlags::RDONLY;
+            }
+            let data = std::ffi::CString::new(opts.data(channel.as_fd().as_raw_fd()))
+                .map_err(|_| mount_err("mount data holds a NUL byte".into()))?;
+            rustix::mount::mount(
+                fsname.as_str(),
+                mountpoint,
+                fstype.as_str(),
+                flags,
+                data.as_c_str(),
+            )
+            .map_err(|e| mount_err(std::io::Error::from(e).to_string()))?;
+            (channel, Via::Syscall)
+        } else {
             let fd = crate::mount::fusermount::mount(mountpoint, &opts.fusermount_options(&fsname))
                 .map_err(mount_err)?;
-            let mount = Mount {
-                mountpoint: mountpoint.to_path_buf(),
-                via: Via::Fusermount,
-                mounted: true,
-            };
-            return Ok((Channel::from_fd(fd), mount));
+            (Channel::from_fd(fd), Via::Fusermount)
+        };
+        let mut mount = Mount {
+            mountpoint: mountpoint.to_path_buf(),
+            via,
+            mounted: true,
+            watch: None,
+        };
+        if opts.auto_unmount {
+            // On failure the mount is dropped, so unmounted: nothing is left half made.
+            let watch = auto_unmount::watch(mountpoint, via == Via::Fusermount);
+            mount.watch = Some(watch.map_err(mount_err)?);
         }
-        let channel = Channel::open()?;
-        let fstype = opts.fstype();
-        let mut flags = opts.flags;
-        if opts.read_only {
-            flags |= MountFlags::RDONLY;
-        }
-        let data = std::ffi::CString::new(opts.data(channel.as_fd().as_raw_fd()))
-            .map_err(|_| mount_err("mount data holds a NUL byte".into()))?;
-        match rustix::mount::mount(
-            fsname.as_str(),
-            mountpoint,
-            fstype.as_str(),
-            flags,
-            data.as_c_str(),
-        ) {
-            Ok(()) => Ok((
-                channel,
-                Mount {
-                    mountpoint: mountpoint.to_path_buf(),
-                    via: Via::Syscall,
-                    mounted: true,
-                },
-            )),
-            Err(e) => Err(mount_err(std::io::Error::from(e).to_string())),
-        }
+        Ok((channel, mount))
     }
 
     /// The mount point.
@@ -286,6 +303,8 @@ impl Drop for Mount {
         if let Err(e) = self.unmount() {
             tracing::warn!(mountpoint = %self.mountpoint.display(), "unmount: {e}");
         }
+        // The watcher wakes, finds the mount gone, and exits.
+        self.watch.take();
     }
 }
 
@@ -325,5 +344,21 @@ mod tests {
         o.parse_into("subtype=").unwrap();
         assert_eq!(o.fstype(), "fuse");
         assert!(!o.fusermount_options("src").contains("subtype"));
+    }
+
+    #[test]
+    fn fusermount3_is_given_every_flag_asked_for() {
+        let mut o = MountOptions::default();
+        assert_eq!(
+            o.fusermount_options("src"),
+            "rw,nosuid,nodev,exec,fsname=src,subtype=vecio"
+        );
+        o.parse_into("ro,suid,noexec,sync,dirsync,nodiratime,lazytime,auto_unmount")
+            .unwrap();
+        assert!(o.auto_unmount);
+        assert_eq!(
+            o.fusermount_options("src"),
+            "ro,suid,nodev,noexec,nodiratime,lazytime,sync,dirsync,fsname=src,subtype=vecio"
+        );
     }
 }
