@@ -127,7 +127,8 @@ impl MountOptions {
     }
 
     /// The `-o` list for `fusermount3` (it adds fd, rootmode, user_id and group_id itself):
-    /// every mount flag asked for, by the names it knows.
+    /// every mount flag asked for, by the names it knows (`relatime` is the kernel's default, so
+    /// it is not passed: older `fusermount3`s refuse the name).
     fn fusermount_options(&self, fsname: &str) -> String {
         let mut o = vec![if self.read_only { "ro" } else { "rw" }.to_string()];
         for (flag, on, off) in [
@@ -136,7 +137,6 @@ impl MountOptions {
             (MountFlags::NOEXEC, "noexec", Some("exec")),
             (MountFlags::NOATIME, "noatime", None),
             (MountFlags::NODIRATIME, "nodiratime", None),
-            (MountFlags::RELATIME, "relatime", None),
             (MountFlags::STRICTATIME, "strictatime", None),
             (MountFlags::LAZYTIME, "lazytime", None),
             (MountFlags::SYNCHRONOUS, "sync", None),
