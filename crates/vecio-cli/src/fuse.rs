@@ -20,6 +20,7 @@ use vecio_fuse::{Config, MountOptions, Server};
 /// The `-o` options `vecio fuse` understands, as `--help` lists them.
 const MOUNT_OPTIONS_HELP: &str = "Mount options, comma-separated (repeatable):
   allow_other            let other users in (root, or user_allow_other in /etc/fuse.conf)
+  allow_root             let root in besides the user who mounted (the same rule)
   default_permissions    the kernel checks permissions from the file modes
   ro, rw                 read-only / read-write mount
   direct_io              every open bypasses the page cache

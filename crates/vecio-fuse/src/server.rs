@@ -131,6 +131,9 @@ impl Server {
         cfg.fs.writeback_cache |= cfg.mount.writeback_cache;
         cfg.fs.noatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::NOATIME);
         cfg.fs.strictatime |= cfg.mount.flags.contains(rustix::mount::MountFlags::STRICTATIME);
+        if cfg.mount.allow_root {
+            cfg.fs.only_owner_and_root = Some(rustix::process::getuid().as_raw());
+        }
         if (cfg.fs.passthrough || cfg.fs.passthrough_reads) && !may_pass_through() {
             // FUSE_DEV_IOC_BACKING_OPEN wants CAP_SYS_ADMIN: without it every open would
             // open a second descriptor and fail the registration before being served.

@@ -165,3 +165,66 @@ fn a_users_killed_server_is_unmounted_with_auto_unmount() {
         panic!("a user's mount stayed 5 s after its server was killed");
     }
 }
+
+/// `user_allow_other` in `/etc/fuse.conf` while it lives (the file put back as it was).
+struct UsersMayAllowOthers(Option<String>);
+
+impl UsersMayAllowOthers {
+    fn set() -> UsersMayAllowOthers {
+        let before = fs::read_to_string("/etc/fuse.conf").ok();
+        let on = |l: &str| l.trim() == "user_allow_other";
+        if before.as_deref().is_some_and(|c| c.lines().any(on)) {
+            return UsersMayAllowOthers(None);
+        }
+        eprintln!("/etc/fuse.conf: user_allow_other added for this test");
+        let mut conf = before.clone().unwrap_or_default();
+        conf.push_str("\nuser_allow_other\n");
+        fs::write("/etc/fuse.conf", conf).unwrap();
+        UsersMayAllowOthers(Some(before.unwrap_or_default()))
+    }
+}
+
+impl Drop for UsersMayAllowOthers {
+    fn drop(&mut self) {
+        if let Some(before) = &self.0 {
+            let _ = fs::write("/etc/fuse.conf", before);
+        }
+    }
+}
+
+/// `cat PATH` as `uid`: its output, or what it said.
+fn cat_as(uid: u32, path: &Path) -> Result<Vec<u8>, String> {
+    let o = Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "cat"])
+        .arg(path)
+        .output()
+        .unwrap();
+    match o.status.success() {
+        true => Ok(o.stdout),
+        false => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+    }
+}
+
+#[test]
+fn allow_root_lets_root_in_beside_the_user_and_no_one_else() {
+    if let Some(why) = why_not() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let _opened = OpenedUp::dev_fuse();
+    let _conf = UsersMayAllowOthers::set();
+    let (_dir, mut child, mnt) = mount_as_user(&["-o", "allow_root"]);
+    let file = mnt.join("f");
+    let by_owner = cat_as(NOBODY, &file);
+    let by_root = fs::read(&file).map_err(|e| e.to_string());
+    let by_other = cat_as(NOBODY - 1, &file);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = Command::new("umount").arg("-l").arg(&mnt).status();
+    assert_eq!(by_owner.as_deref(), Ok(&b"user data"[..]));
+    assert_eq!(by_root.as_deref(), Ok(&b"user data"[..]));
+    let refused = by_other.expect_err("another user read an allow_root mount");
+    assert!(refused.contains("Permission denied"), "{refused}");
+}

@@ -21,6 +21,8 @@ impl Errno {
     pub const ROFS: Errno = Errno(libc::EROFS);
     /// `EIO`.
     pub const IO: Errno = Errno(libc::EIO);
+    /// `EACCES`: the caller may not use the mount (`-o allow_root`).
+    pub const ACCES: Errno = Errno(libc::EACCES);
 }
 
 impl From<std::io::Error> for Errno {

@@ -60,6 +60,9 @@ pub struct FsConfig {
     /// `O_DIRECT` on to the backing file, so their buffers must then be aligned as natively);
     /// without it they stay with vecio, which serves any alignment.
     pub passthrough_direct: bool,
+    /// Serve only this user and root (`-o allow_root`): anyone else's requests are refused
+    /// with `EACCES`, but for those on a handle already open (`ops::deny_others`).
+    pub only_owner_and_root: Option<u32>,
     /// Leave access times alone (`-o noatime`): every backing file and directory the server
     /// opens for reading gets `O_NOATIME`.
     pub noatime: bool,

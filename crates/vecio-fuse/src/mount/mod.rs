@@ -21,6 +21,10 @@ use crate::transport::dev::Channel;
 pub struct MountOptions {
     /// Let users other than the one who mounted access the file system.
     pub allow_other: bool,
+    /// Let root in besides the user who mounted (`-o allow_root`, as libfuse's): the kernel
+    /// lets everyone in (`allow_other`, with the same `user_allow_other` rule for users) and
+    /// the server refuses everyone else's requests with `EACCES`.
+    pub allow_root: bool,
     /// Let the kernel check permissions from the file modes (recommended with allow_other).
     pub default_permissions: bool,
     /// Mount read-only.
@@ -54,6 +58,7 @@ impl Default for MountOptions {
     fn default() -> Self {
         MountOptions {
             allow_other: false,
+            allow_root: false,
             default_permissions: false,
             read_only: false,
             direct_io: false,
@@ -79,6 +84,7 @@ impl MountOptions {
             };
             match (key, value) {
                 ("allow_other", None) => self.allow_other = true,
+                ("allow_root", None) => self.allow_root = true,
                 ("default_permissions", None) => self.default_permissions = true,
                 ("ro", None) => self.read_only = true,
                 ("rw", None) => self.read_only = false,
@@ -123,6 +129,11 @@ impl MountOptions {
                 }
             }
         }
+        if self.allow_other && self.allow_root {
+            return Err(Error::Option(
+                "allow_other and allow_root exclude each other".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -146,7 +157,7 @@ impl MountOptions {
             o.extend(name.map(str::to_string));
         }
         for (set, name) in [
-            (self.allow_other, "allow_other"),
+            (self.allow_other || self.allow_root, "allow_other"),
             (self.default_permissions, "default_permissions"),
         ] {
             if set {
@@ -173,7 +184,7 @@ impl MountOptions {
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
         let mut data = format!("fd={fd},rootmode=40000,user_id={uid},group_id={gid}");
-        if self.allow_other {
+        if self.allow_other || self.allow_root {
             data.push_str(",allow_other");
         }
         if self.default_permissions {
@@ -326,6 +337,15 @@ mod tests {
         assert!(!o.acl);
         o.parse_into("acl").unwrap();
         assert!(o.acl);
+    }
+
+    #[test]
+    fn allow_root_lets_everyone_past_the_kernel_and_excludes_allow_other() {
+        let mut o = MountOptions::default();
+        o.parse_into("allow_root").unwrap();
+        assert!(o.data(5).ends_with(",allow_other"));
+        assert!(o.fusermount_options("src").contains(",allow_other,"));
+        assert!(o.parse_into("allow_other").is_err());
     }
 
     #[test]

@@ -110,6 +110,29 @@ pub struct Incoming<'a> {
 }
 
 /// True for the operations that change the tree or its attributes.
+/// Requests `-o allow_root` serves whoever sends them, as libfuse does: those on a handle the
+/// owner or root opened (the kernel may send them as another user, writeback as root), and
+/// those that are answered by no one or only set up the connection.
+fn on_open_handle(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Init | Read
+            | Write
+            | Fsync
+            | Release
+            | Readdir
+            | Readdirplus
+            | Fsyncdir
+            | Releasedir
+            | NotifyReply
+            | Forget
+            | BatchForget
+            | Interrupt
+            | Destroy
+    )
+}
+
 fn mutates(op: Opcode) -> bool {
     use Opcode::*;
     matches!(
@@ -150,6 +173,11 @@ pub fn dispatch(ctx: &mut Ctx<'_>, req: Incoming<'_>, out: &mut [u8]) -> OpResul
     let fs = ctx.fs;
     if fs.cfg.read_only && mutates(op) {
         return Err(Errno::ROFS);
+    }
+    if let Some(owner) = fs.cfg.only_owner_and_root {
+        if h.uid != owner && h.uid != 0 && !on_open_handle(op) {
+            return Err(Errno::ACCES);
+        }
     }
     let ext = if req.ext.is_empty() {
         Extensions::default()
