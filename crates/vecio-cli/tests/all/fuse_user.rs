@@ -107,12 +107,10 @@ fn a_user_mounts_through_fusermount3_and_sigterm_unmounts() {
     }
     let _opened = OpenedUp::dev_fuse();
     let (_dir, mut child, mnt) = mount_as_user(&[]);
-    let by_user = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
-        .arg(mnt.join("f"))
-        .output()
-        .unwrap();
-    assert_eq!(by_user.stdout, b"user data");
+    assert_eq!(
+        cat_as(NOBODY, &mnt.join("f")).as_deref(),
+        Ok(&b"user data"[..])
+    );
     let info = fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(
         info.contains("user_id=65534"),
