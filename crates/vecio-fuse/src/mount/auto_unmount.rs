@@ -34,8 +34,8 @@ pub struct Watch {
     _held: OwnedFd,
 }
 
-/// The mount on `mountpoint`, named by the kernel: its unique id where the kernel has one,
-/// else the older id (reused after an unmount), and which of the two was asked for.
+/// The id of the mount on `mountpoint` of the kind `mask` asks for (`MNT_ID_UNIQUE`, or the
+/// older `MNT_ID`, reused after an unmount); `None` where the kernel gives no such id.
 fn mount_id(mountpoint: &CStr, mask: StatxFlags) -> Option<u64> {
     // No request reaches the server: a mount's root is entered without a lookup, and
     // DONT_SYNC takes the attributes the kernel holds. A dead connection answers too.
@@ -109,10 +109,16 @@ fn watcher(
         libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
         // Nothing but the pipe is kept: a copy of /dev/fuse here would keep the connection
         // alive, one of a caller's pipe would keep the caller waiting.
-        if pipe > 0 {
-            libc::syscall(libc::SYS_close_range, 0, pipe - 1, 0);
+        let below = pipe == 0 || libc::syscall(libc::SYS_close_range, 0, pipe - 1, 0) == 0;
+        let above = libc::syscall(libc::SYS_close_range, pipe + 1, libc::c_uint::MAX, 0) == 0;
+        if !(below && above) {
+            // Before Linux 5.9: one by one, as far as this process may have opened.
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            let most = limit.unwrap_or(1024).clamp(1024, 1 << 20) as i32;
+            for fd in (0..most).filter(|&fd| fd != pipe) {
+                libc::close(fd);
+            }
         }
-        libc::syscall(libc::SYS_close_range, pipe + 1, libc::c_uint::MAX, 0);
         let mut byte = 0u8;
         loop {
             let n = libc::read(pipe, (&mut byte as *mut u8).cast(), 1);
