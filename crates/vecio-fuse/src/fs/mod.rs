@@ -61,7 +61,7 @@ pub struct FsConfig {
     /// without it they stay with vecio, which serves any alignment.
     pub passthrough_direct: bool,
     /// Serve only this user and root (`-o allow_root`): anyone else's requests are refused
-    /// with `EACCES`, but for those on a handle already open (`ops::deny_others`).
+    /// with `EACCES`, but for those on a handle already open (`ops::on_open_handle`).
     pub only_owner_and_root: Option<u32>,
     /// Leave access times alone (`-o noatime`): every backing file and directory the server
     /// opens for reading gets `O_NOATIME`.

@@ -39,7 +39,8 @@ pub struct Watch {
 fn mount_id(mountpoint: &CStr, mask: StatxFlags) -> Option<u64> {
     // No request reaches the server: a mount's root is entered without a lookup, and
     // DONT_SYNC takes the attributes the kernel holds. A dead connection answers too.
-    let flags = AtFlags::STATX_DONT_SYNC | AtFlags::NO_AUTOMOUNT | AtFlags::SYMLINK_NOFOLLOW;
+    // Symbolic links are followed, as `umount2` follows them.
+    let flags = AtFlags::STATX_DONT_SYNC | AtFlags::NO_AUTOMOUNT;
     let st = rustix::fs::statx(CWD, mountpoint, flags, mask).ok()?;
     (StatxFlags::from_bits_retain(st.stx_mask) & mask == mask).then_some(st.stx_mnt_id)
 }
@@ -47,7 +48,10 @@ fn mount_id(mountpoint: &CStr, mask: StatxFlags) -> Option<u64> {
 /// Starts the watcher of the mount on `mountpoint`, made just now by this process; `as_user`:
 /// it was made through `fusermount3`, which then unmounts it too.
 pub fn watch(mountpoint: &Path, as_user: bool) -> Result<Watch, String> {
-    let point = CString::new(mountpoint.as_os_str().as_bytes())
+    // Absolute, so the watcher can leave this directory (it keeps none busy); made without
+    // looking at the mount, whose server does not serve yet.
+    let absolute = std::path::absolute(mountpoint).map_err(|e| format!("auto_unmount: {e}"))?;
+    let point = CString::new(absolute.as_os_str().as_bytes())
         .map_err(|_| "the mount point holds a NUL byte".to_string())?;
     let mask = [MNT_ID_UNIQUE, StatxFlags::MNT_ID]
         .into_iter()
@@ -103,6 +107,7 @@ fn watcher(
     unsafe {
         // Its own session: a terminal's Ctrl-C or hang-up goes to the server, not here.
         libc::setsid();
+        libc::chdir(c"/".as_ptr());
         libc::prctl(libc::PR_SET_NAME, NAME.as_ptr());
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
