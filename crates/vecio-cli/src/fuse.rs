@@ -174,10 +174,16 @@ pub fn run(mut a: FuseArgs) -> Result<()> {
         // the kernel tears down a connection that served FUSE over io_uring, ECONNABORTED.
         let gone = std::fs::metadata(&a.mountpoint)
             .is_err_and(|e| matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)));
+        let (whose, hint) = match gone {
+            true => (
+                ", whose server is gone",
+                "; -o auto_unmount takes a mount away with its server",
+            ),
+            false => ("", ""),
+        };
         anyhow::bail!(
-            "{}: already a mount point of {what}{}; unmount it first (fusermount3 -u {})",
+            "{}: already a mount point of {what}{whose}; unmount it first (fusermount3 -u {}){hint}",
             a.mountpoint.display(),
-            if gone { ", whose server is gone" } else { "" },
             a.mountpoint.display()
         );
     }
