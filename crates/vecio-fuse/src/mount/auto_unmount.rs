@@ -29,9 +29,26 @@ const MNT_ID_UNIQUE: StatxFlags = StatxFlags::from_bits_retain(0x4000);
 const NAME: &CStr = c"auto_unmount";
 
 /// The server's end of the watcher's pipe: while any process holds it, the mount stays.
+/// Dropped, it lets the watcher go and reaps it (when this process started it).
 #[derive(Debug)]
 pub struct Watch {
-    _held: OwnedFd,
+    held: Option<OwnedFd>,
+    pid: libc::pid_t,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        drop(self.held.take());
+        // The watcher now finds the mount gone (or unmounts it) and exits at once. A process
+        // that forked since (`--fork`) is not its parent: ECHILD, nothing to wait for.
+        loop {
+            // SAFETY: waitpid on a pid this process forked; no memory is passed.
+            let r = unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), 0) };
+            if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+    }
 }
 
 /// The id of the mount on `mountpoint` of the kind `mask` asks for (`MNT_ID_UNIQUE`, or the
@@ -89,7 +106,10 @@ pub fn watch(mountpoint: &Path, as_user: bool) -> Result<Watch, String> {
         watcher(read.as_raw_fd(), &point, mask, id, argv);
     }
     drop(read);
-    Ok(Watch { _held: write })
+    Ok(Watch {
+        held: Some(write),
+        pid,
+    })
 }
 
 /// The forked watcher: waits for end of file on `pipe`, unmounts if the mount is still the one

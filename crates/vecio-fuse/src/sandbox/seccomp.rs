@@ -149,6 +149,8 @@ const ALLOWED: &[i64] = &[
     libc::SYS_rt_sigreturn,
     libc::SYS_sigaltstack,
     libc::SYS_tgkill,
+    // Reaping the `-o auto_unmount` watcher as the serving thread lets its mount go.
+    libc::SYS_wait4,
     libc::SYS_getpid,
     libc::SYS_gettid,
     libc::SYS_prctl,
