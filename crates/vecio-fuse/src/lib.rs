@@ -72,7 +72,7 @@ server! {
     pub use mount::MountOptions;
     pub use sandbox::seccomp::Seccomp;
     pub use sandbox::Sandbox;
-    pub use server::{Config, Server, Serving, Summary, Unmounter};
+    pub use server::{Config, Confinement, Server, Serving, Summary, Unmounter};
     pub use stats::WorkerStats;
     pub use transport::uring::{enabled as uring_enabled, KNOB as URING_KNOB};
 }

@@ -87,6 +87,19 @@ pub struct Serving {
     pub threads: usize,
     /// The kernel granted `FUSE_PASSTHROUGH`.
     pub passthrough: bool,
+    /// How the serving threads are confined.
+    pub confinement: Confinement,
+}
+
+/// How the serving threads are confined (`--sandbox`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// Not at all (`--sandbox none`).
+    None,
+    /// The system-call filter alone: the namespaces need root (a private clone of the source).
+    Filter,
+    /// Their own namespaces, pivoted into the source, and the system-call filter.
+    Namespaces,
 }
 
 impl std::fmt::Display for Serving {
@@ -97,6 +110,9 @@ impl std::fmt::Display for Serving {
         }
         if self.passthrough {
             write!(f, ", passthrough")?;
+        }
+        if self.confinement == Confinement::Filter {
+            write!(f, ", no namespace sandbox (it needs root; system calls filtered)")?;
         }
         Ok(())
     }
@@ -207,18 +223,23 @@ impl Server {
 
     /// Enters the sandbox on this thread and installs its system-call filter (the workers
     /// started after inherit both); `--sandbox none` does neither.
-    fn confine(&self) -> Result<()> {
+    fn confine(&self) -> Result<Confinement> {
         if self.cfg.sandbox != crate::sandbox::Sandbox::Namespace {
-            return Ok(());
+            return Ok(Confinement::None);
         }
-        self.enter_sandbox()?;
+        let entered = self.enter_sandbox()?;
         crate::sandbox::seccomp::install(self.cfg.seccomp).map_err(|e| Error::Device {
             what: "installing the system-call filter",
             source: e,
+        })?;
+        Ok(match entered {
+            true => Confinement::Namespaces,
+            false => Confinement::Filter,
         })
     }
 
-    fn enter_sandbox(&self) -> Result<()> {
+    /// Enters the namespaces; false where they could not be made (not root).
+    fn enter_sandbox(&self) -> Result<bool> {
         let tree = self
             .fs
             .tree
@@ -228,8 +249,7 @@ impl Server {
         crate::sandbox::enter(tree, self.fs.source()).map_err(|e| Error::Device {
             what: "entering the sandbox",
             source: e,
-        })?;
-        Ok(())
+        })
     }
 
     /// Calls `ready` once the server serves: `FUSE_INIT` answered, the sandbox entered, the
@@ -251,7 +271,7 @@ impl Server {
         }
         // Counted, and /dev/fuse opened for each worker, before the sandbox hides /sys and /dev.
         let queues = crate::transport::uring::queue_count();
-        self.confine()?;
+        let confinement = self.confine()?;
         let Server {
             chan,
             fs,
@@ -295,6 +315,7 @@ impl Server {
                 uring_queues: rings.len(),
                 threads: workers.len(),
                 passthrough: negotiated.has(crate::abi::InitFlags::PASSTHROUGH),
+                confinement,
             });
         }
         // The /dev/fuse workers end when the connection does; then the rings are told to stop

@@ -78,7 +78,8 @@ pub fn kept() -> CapabilitySet {
 /// it cannot be entered; a failure after the namespaces were entered is an error.
 pub fn enter(tree: Option<OwnedFd>, source: &Path) -> std::io::Result<bool> {
     let Some(tree) = tree else {
-        tracing::warn!("sandbox: the source is not a private clone (not root?); serving without");
+        // Said in the server's "serving" line (`Serving`'s confinement).
+        tracing::debug!("sandbox: the source is not a private clone (not root?); serving without");
         return Ok(false);
     };
     let flags =
