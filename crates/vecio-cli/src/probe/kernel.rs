@@ -2,7 +2,7 @@
 //! running kernel offers (ublk and its features, the NBD client, loop, device-mapper and its
 //! fault targets), each found on the system rather than assumed: `/sys/module`, the control
 //! devices, `/lib/modules/RELEASE` (`modules.builtin`, the module files) and, for ublk,
-//! `UBLK_U_CMD_GET_FEATURES`.
+//! `UBLK_U_CMD_GET_FEATURES`; and what decides how `vecio fuse` serves here (`super::fuse`).
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +29,8 @@ pub struct KernelInfo {
     pub release: String,
     /// The drivers, in the order shown.
     pub drivers: Vec<Driver>,
+    /// FUSE: io_uring, the largest request, what users need to mount.
+    pub fuse: super::fuse::FuseInfo,
 }
 
 /// The drivers vecio looks for: module name, a control path that exists once it is loaded
@@ -73,7 +75,11 @@ pub fn probe() -> KernelInfo {
             }
         })
         .collect();
-    KernelInfo { release, drivers }
+    KernelInfo {
+        release,
+        drivers,
+        fuse: super::fuse::probe(),
+    }
 }
 
 /// Whether `module` is loaded, built in, available as a module file, or missing.
@@ -119,6 +125,7 @@ pub fn render(k: &KernelInfo) -> String {
             out += &format!("  {:<10} features: {}\n", "", f.join(", "));
         }
     }
+    out += &super::fuse::render(&k.fuse);
     let missing: Vec<&str> = k
         .drivers
         .iter()
@@ -166,6 +173,7 @@ mod tests {
                 state: "missing".into(),
                 features: None,
             }],
+            fuse: super::super::fuse::probe(),
         };
         let text = render(&k);
         assert!(text.contains("kernel 6.1.0-test"), "{text}");

@@ -12,6 +12,7 @@
 
 mod access;
 mod device;
+pub mod fuse;
 pub mod kernel;
 mod probes;
 mod residency;
