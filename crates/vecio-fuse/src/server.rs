@@ -163,6 +163,18 @@ impl Server {
             cfg.fs.passthrough_direct = false;
         }
         let fs = Fs::new(source, cfg.fs.clone())?;
+        let private = fs.tree.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+        if !private && strictly_inside(mountpoint, source) {
+            return Err(Error::Mount {
+                mountpoint: mountpoint.to_path_buf(),
+                reason: format!(
+                    "it lies inside the source {}: without root the server has no private view \
+                     of the source, and a lookup through the mount point would reach this mount \
+                     and wait on its own server; mount it outside the source (or serve as root)",
+                    source.display()
+                ),
+            });
+        }
         let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {
             fs: Arc::new(fs),
@@ -331,6 +343,15 @@ impl Server {
             Some(e) => Err(e),
             None => Ok(Summary { negotiated, stats }),
         }
+    }
+}
+
+/// True when `inner` is a directory below `outer` (both resolved; false where either cannot
+/// be).
+fn strictly_inside(inner: &Path, outer: &Path) -> bool {
+    match (std::fs::canonicalize(inner), std::fs::canonicalize(outer)) {
+        (Ok(i), Ok(o)) => i != o && i.starts_with(&o),
+        _ => false,
     }
 }
 

@@ -229,3 +229,44 @@ fn allow_root_lets_root_in_beside_the_user_and_no_one_else() {
     let refused = by_other.expect_err("another user read an allow_root mount");
     assert!(refused.contains("Permission denied"), "{refused}");
 }
+
+#[test]
+fn a_user_mount_inside_its_source_is_refused_rather_than_served_into_a_hang() {
+    if let Some(why) = why_not() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let _opened = OpenedUp::dev_fuse();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (src, inner) = (dir.path().join("src"), dir.path().join("src/mnt"));
+    fs::create_dir_all(&inner).unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    for p in [&src, &inner] {
+        std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let exe = dir.path().join("vecio");
+    fs::copy(env!("CARGO_BIN_EXE_vecio"), &exe).unwrap();
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+    // Served, `ls MNT/mnt` would wait forever on the server's own mount: the server's lookup
+    // of `mnt` in the source crosses into it.
+    let o = Command::new("timeout")
+        .args([
+            "20",
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .arg(&exe)
+        .arg("fuse")
+        .arg(&src)
+        .arg(&inner)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    if mounted(&inner) {
+        let _ = Command::new("umount").arg("-l").arg(&inner).status();
+    }
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(said.contains("lies inside the source"), "{said}");
+}
