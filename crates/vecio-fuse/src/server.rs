@@ -165,15 +165,13 @@ impl Server {
         let fs = Fs::new(source, cfg.fs.clone())?;
         let private = fs.tree.lock().unwrap_or_else(|p| p.into_inner()).is_some();
         if !private && strictly_inside(mountpoint, source) {
-            return Err(Error::Mount {
+            // A private clone would show the directory beneath the mount; without one, the
+            // lookup of its name is answered with it (`Covered`), opened before mounting.
+            let covered = covered(mountpoint).map_err(|e| Error::Mount {
                 mountpoint: mountpoint.to_path_buf(),
-                reason: format!(
-                    "it lies inside the source {}: without root the server has no private view \
-                     of the source, and a lookup through the mount point would reach this mount \
-                     and wait on its own server; mount it outside the source (or serve as root)",
-                    source.display()
-                ),
-            });
+                reason: format!("inside the source: {e}"),
+            })?;
+            let _ = fs.inodes.covered.set(covered);
         }
         let (chan, mount) = Mount::attach(source, mountpoint, &cfg.mount)?;
         Ok(Server {
@@ -344,6 +342,26 @@ impl Server {
             None => Ok(Summary { negotiated, stats }),
         }
     }
+}
+
+/// The directory `mountpoint` (not mounted yet), its parent's identity and its name.
+fn covered(mountpoint: &Path) -> std::io::Result<crate::fs::inode::Covered> {
+    use std::os::unix::ffi::OsStrExt;
+    let point = std::fs::canonicalize(mountpoint)?;
+    let (Some(parent), Some(name)) = (point.parent(), point.file_name()) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    let flags = rustix::fs::OFlags::PATH
+        | rustix::fs::OFlags::DIRECTORY
+        | rustix::fs::OFlags::NOFOLLOW
+        | rustix::fs::OFlags::CLOEXEC;
+    let dir = rustix::fs::open(&point, flags, rustix::fs::Mode::empty())?;
+    let st = rustix::fs::stat(parent)?;
+    Ok(crate::fs::inode::Covered {
+        parent: (st.st_dev, st.st_ino),
+        name: std::ffi::CString::new(name.as_bytes())?,
+        dir,
+    })
 }
 
 /// True when `inner` is a directory below `outer` (both resolved; false where either cannot

@@ -267,6 +267,23 @@ pub struct Inodes {
     /// Serve the kernel's file handles (`FUSE_EXPORT_SUPPORT`): forgotten nodes are kept by
     /// handle, and `.` and `..` are looked up by node id.
     pub(crate) export: bool,
+    /// The mount point, where it lies inside the source and the source is not a private clone
+    /// (a server without root): see [`Covered`].
+    pub(crate) covered: std::sync::OnceLock<Covered>,
+}
+
+/// The directory the server's own mount covers, inside the source. Without a private clone of
+/// the source (no root), a lookup of the mount point's name in its parent would cross into the
+/// mount and wait on this very server; it is answered with this descriptor of the directory
+/// beneath, opened before mounting, as a private clone would show it.
+#[derive(Debug)]
+pub struct Covered {
+    /// The parent directory's (device, inode).
+    pub parent: (u64, u64),
+    /// The mount point's name in it.
+    pub name: std::ffi::CString,
+    /// `O_PATH` descriptor of the covered directory.
+    pub dir: OwnedFd,
 }
 
 /// Opens `name` in directory `dir` as an `O_PATH` descriptor, beneath `dir` only.
@@ -322,6 +339,7 @@ impl Inodes {
             table: Mutex::new(table),
             cache,
             export,
+            covered: std::sync::OnceLock::new(),
         })
     }
 
@@ -344,6 +362,11 @@ impl Inodes {
     /// reference) and the inode's `stat`.
     pub fn lookup(&self, parent: u64, name: &CStr) -> OpResult<(u64, rustix::fs::Stat)> {
         let dir = self.get(parent)?;
+        if let Some(c) = self.covered.get() {
+            if dir.key == c.parent && name == c.name.as_c_str() {
+                return self.adopt(rustix::io::fcntl_dupfd_cloexec(&c.dir, 0)?);
+            }
+        }
         let fd = open_beneath(dir.fd()?.as_fd(), name)?;
         self.adopt(fd)
     }
