@@ -164,10 +164,10 @@ impl Server {
         }
         let fs = Fs::new(source, cfg.fs.clone())?;
         let private = fs.tree.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-        if !private && strictly_inside(mountpoint, source) {
+        if let Some(point) = (!private).then(|| inside(mountpoint, source)).flatten() {
             // A private clone would show the directory beneath the mount; without one, the
             // lookup of its name is answered with it (`Covered`), opened before mounting.
-            let covered = covered(mountpoint).map_err(|e| Error::Mount {
+            let covered = covered(&point).map_err(|e| Error::Mount {
                 mountpoint: mountpoint.to_path_buf(),
                 reason: format!("inside the source: {e}"),
             })?;
@@ -344,10 +344,9 @@ impl Server {
     }
 }
 
-/// The directory `mountpoint` (not mounted yet), its parent's identity and its name.
-fn covered(mountpoint: &Path) -> std::io::Result<crate::fs::inode::Covered> {
+/// The directory `point` (resolved, not mounted yet), its parent's identity and its name.
+fn covered(point: &Path) -> std::io::Result<crate::fs::inode::Covered> {
     use std::os::unix::ffi::OsStrExt;
-    let point = std::fs::canonicalize(mountpoint)?;
     let (Some(parent), Some(name)) = (point.parent(), point.file_name()) else {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     };
@@ -355,7 +354,7 @@ fn covered(mountpoint: &Path) -> std::io::Result<crate::fs::inode::Covered> {
         | rustix::fs::OFlags::DIRECTORY
         | rustix::fs::OFlags::NOFOLLOW
         | rustix::fs::OFlags::CLOEXEC;
-    let dir = rustix::fs::open(&point, flags, rustix::fs::Mode::empty())?;
+    let dir = rustix::fs::open(point, flags, rustix::fs::Mode::empty())?;
     let st = rustix::fs::stat(parent)?;
     Ok(crate::fs::inode::Covered {
         parent: (st.st_dev, st.st_ino),
@@ -364,13 +363,11 @@ fn covered(mountpoint: &Path) -> std::io::Result<crate::fs::inode::Covered> {
     })
 }
 
-/// True when `inner` is a directory below `outer` (both resolved; false where either cannot
-/// be).
-fn strictly_inside(inner: &Path, outer: &Path) -> bool {
-    match (std::fs::canonicalize(inner), std::fs::canonicalize(outer)) {
-        (Ok(i), Ok(o)) => i != o && i.starts_with(&o),
-        _ => false,
-    }
+/// `inner` resolved, when it is a directory below `outer` (`None` where either cannot be
+/// resolved).
+fn inside(inner: &Path, outer: &Path) -> Option<PathBuf> {
+    let (i, o) = (std::fs::canonicalize(inner).ok()?, std::fs::canonicalize(outer).ok()?);
+    (i != o && i.starts_with(&o)).then_some(i)
 }
 
 fn join(threads: Vec<std::thread::JoinHandle<Result<()>>>) -> Option<Error> {

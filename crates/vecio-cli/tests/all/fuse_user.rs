@@ -64,22 +64,31 @@ fn mounted(mnt: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
 }
 
-/// `vecio fuse EXTRA SRC MNT` as uid 65534 in a scratch directory, once it says it mounted:
-/// the directory (holding `src/f` and `mnt`), the server and the mount point.
-fn mount_as_user(extra: &[&str]) -> (tempfile::TempDir, std::process::Child, PathBuf) {
+/// A scratch directory others may enter, holding `entries` (a path, and its contents for a
+/// file or `None` for a directory) owned by uid 65534, and a copy of `vecio` the user can run
+/// (the build's may sit under a directory the user cannot enter).
+fn user_scratch(entries: &[(&str, Option<&[u8]>)]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
-    fs::create_dir(&src).unwrap();
-    fs::create_dir(&mnt).unwrap();
-    fs::write(src.join("f"), b"user data").unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    for p in [&src, &mnt, &src.join("f")] {
-        std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+    for (name, contents) in entries {
+        let p = dir.path().join(name);
+        match contents {
+            None => fs::create_dir_all(&p).unwrap(),
+            Some(c) => fs::write(&p, c).unwrap(),
+        }
+        std::os::unix::fs::chown(&p, Some(NOBODY), Some(NOBODY)).unwrap();
     }
-    // The binary may sit under a directory the user cannot enter: run a copy.
     let exe = dir.path().join("vecio");
     fs::copy(env!("CARGO_BIN_EXE_vecio"), &exe).unwrap();
     fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, exe)
+}
+
+/// `vecio fuse EXTRA SRC MNT` as uid 65534 in a scratch directory, once it says it mounted:
+/// the directory (holding `src/f` and `mnt`), the server and the mount point.
+fn mount_as_user(extra: &[&str]) -> (tempfile::TempDir, std::process::Child, PathBuf) {
+    let (dir, exe) = user_scratch(&[("src", None), ("mnt", None), ("src/f", Some(b"user data"))]);
+    let (src, mnt) = (dir.path().join("src"), dir.path().join("mnt"));
     let mut child = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&exe)
@@ -237,17 +246,12 @@ fn a_user_mount_inside_its_source_shows_the_directory_beneath_without_a_hang() {
         return;
     }
     let _opened = OpenedUp::dev_fuse();
-    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (dir, exe) = user_scratch(&[
+        ("src", None),
+        ("src/mnt", None),
+        ("src/mnt/beneath", Some(b"covered")),
+    ]);
     let (src, inner) = (dir.path().join("src"), dir.path().join("src/mnt"));
-    fs::create_dir_all(&inner).unwrap();
-    fs::write(inner.join("beneath"), b"covered").unwrap();
-    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    for p in [&src, &inner, &inner.join("beneath")] {
-        std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).unwrap();
-    }
-    let exe = dir.path().join("vecio");
-    fs::copy(env!("CARGO_BIN_EXE_vecio"), &exe).unwrap();
-    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
     let mut server = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(&exe)

@@ -70,11 +70,10 @@ pub fn watch(mountpoint: &Path, as_user: bool) -> Result<Watch, String> {
     let absolute = std::path::absolute(mountpoint).map_err(|e| format!("auto_unmount: {e}"))?;
     let point = CString::new(absolute.as_os_str().as_bytes())
         .map_err(|_| "the mount point holds a NUL byte".to_string())?;
-    let mask = [MNT_ID_UNIQUE, StatxFlags::MNT_ID]
+    let (mask, id) = [MNT_ID_UNIQUE, StatxFlags::MNT_ID]
         .into_iter()
-        .find(|m| mount_id(&point, *m).is_some())
+        .find_map(|m| Some((m, mount_id(&point, m)?)))
         .ok_or("auto_unmount: statx names no mount id here")?;
-    let id = mount_id(&point, mask).ok_or("auto_unmount: the mount is gone")?;
     // Everything the watcher needs is made before the fork: after it, nothing allocates.
     let helper = if as_user {
         let path = find_in_path("fusermount3").ok_or("auto_unmount needs fusermount3 (fuse3)")?;
